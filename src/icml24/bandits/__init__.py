@@ -1,0 +1,1 @@
+"""Multi-armed and combinatorial bandits."""

@@ -1,0 +1,131 @@
+"""The catalogue of papers the library covers (data in ``catalogue.json``, shipped with the package).
+
+Each entry: slug, title, authors, venue, year, arXiv id or proceedings id, official code link, field,
+status (``implemented`` when its reproduction runs, ``planned`` otherwise, ``position`` for position papers
+without a system), our one-sentence claim, the Python module that implements it and its public API.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import json
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from icml24.common.experiment import Reproduction
+
+STATUSES = ("implemented", "planned", "position")
+FIELDS = (
+    "common", "rl", "bandits", "conformal", "gp", "optim", "graphs", "language", "vision", "federated",
+    "privacy", "subgroups", "multimodal", "evaluation", "position",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One catalogue entry."""
+
+    slug: str
+    title: str
+    authors: tuple[str, ...]
+    venue: str
+    year: int
+    field: str
+    status: str
+    claim: str
+    arxiv: str | None = None
+    proceedings: str | None = None
+    code: str | None = None
+    module: str | None = None
+    api: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"{self.slug}: status must be one of {STATUSES}, got {self.status!r}")
+        if self.field not in FIELDS:
+            raise ValueError(f"{self.slug}: field must be one of {FIELDS}, got {self.field!r}")
+        if self.status == "implemented" and not self.module:
+            raise ValueError(f"{self.slug}: an implemented paper needs its module")
+
+    @property
+    def citation(self) -> str:
+        authors = ", ".join(self.authors)
+        ident = f"arXiv:{self.arxiv}" if self.arxiv else (self.proceedings or "")
+        return f"{authors}. {self.title}. {self.venue} {self.year}. {ident}".strip()
+
+    @property
+    def reproduce_module(self) -> str | None:
+        return f"{self.module}.reproduce" if self.module else None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["authors"] = list(self.authors)
+        d["api"] = list(self.api)
+        d["citation"] = self.citation
+        return d
+
+
+@lru_cache(maxsize=1)
+def papers() -> tuple[Paper, ...]:
+    """All catalogue entries, in the catalogue's order (by field, then slug)."""
+    raw = json.loads(resources.files("icml24").joinpath("catalogue.json").read_text(encoding="utf-8"))
+    out = []
+    for entry in raw:
+        entry = dict(entry)
+        entry["authors"] = tuple(entry.get("authors", ()))
+        entry["api"] = tuple(entry.get("api", ()))
+        out.append(Paper(**entry))
+    slugs = [p.slug for p in out]
+    if len(set(slugs)) != len(slugs):
+        raise ValueError("catalogue.json has duplicate slugs")
+    return tuple(out)
+
+
+def slugs() -> list[str]:
+    return [p.slug for p in papers()]
+
+
+def closest(slug: str, n: int = 3) -> list[str]:
+    """The catalogue slugs closest to a misspelt one."""
+    return difflib.get_close_matches(slug, slugs(), n=n, cutoff=0.3)
+
+
+def get(slug: str) -> Paper:
+    """The catalogue entry of ``slug``; a ``KeyError`` naming the closest slugs when it is unknown."""
+    for p in papers():
+        if p.slug == slug:
+            return p
+    near = closest(slug)
+    hint = f" Did you mean: {', '.join(near)}?" if near else ""
+    raise KeyError(f"unknown paper {slug!r}.{hint}")
+
+
+def implemented() -> list[Paper]:
+    return [p for p in papers() if p.status == "implemented"]
+
+
+def reproduction(slug: str) -> Reproduction:
+    """Import the paper's ``reproduce`` module and return its ``REPRODUCTION``."""
+    paper = get(slug)
+    if paper.status != "implemented" or paper.reproduce_module is None:
+        raise LookupError(f"{slug} is {paper.status}: it has no reproduction yet")
+    module = importlib.import_module(paper.reproduce_module)
+    repro = module.REPRODUCTION
+    if repro.slug != slug:
+        raise ValueError(f"{paper.reproduce_module}.REPRODUCTION has slug {repro.slug!r}, expected {slug!r}")
+    return repro
+
+
+def markdown_table() -> str:
+    """The README's paper table, generated from the catalogue."""
+    lines = ["| slug | field | status | paper | claim (ours, one sentence) |", "|---|---|---|---|---|"]
+    for p in papers():
+        link = f"[{p.title}](https://arxiv.org/abs/{p.arxiv})" if p.arxiv else p.title
+        title = link.replace("|", "\\|")
+        claim = p.claim.replace("|", "\\|")
+        lines.append(f"| `{p.slug}` | `{p.field}` | {p.status} | {title} | {claim} |")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Shared machinery: the experiment contract, the results store, runners, reports."""

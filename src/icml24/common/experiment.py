@@ -1,0 +1,363 @@
+"""The contract between a paper's ``reproduce.py`` and the runner.
+
+A reproduction is a list of :class:`Job` s (experiment x config x seed) plus an ``analyze`` function that
+turns the finished jobs' metrics into an :class:`Analysis`: tables of method vs baselines, figures and a
+verdict on the paper's claim. A job is a *pure function of its config and seed*: the function is named by
+its import path (``"package.module:function"``) so that the same job can run in this process, in a
+process pool or on a Ray worker, and give the same numbers everywhere.
+
+Every paper's ``reproduce.py`` exposes one module-level ``REPRODUCTION = Reproduction(...)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import os
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+SCALES: tuple[str, ...] = ("smoke", "quick", "full", "gpu")
+"""``smoke``: seconds, used by the contract tests; ``quick``: <= 2 min on 2 CPU cores; ``full``: <= 20 min;
+``gpu``: a larger configuration for papers whose setting needs an accelerator."""
+
+Verdict = Literal["supported", "not_supported", "inconclusive"]
+VERDICTS: tuple[str, ...] = ("supported", "not_supported", "inconclusive")
+
+JsonValue = Any
+
+
+def canonical_json(value: JsonValue) -> str:
+    """JSON with sorted keys and no whitespace: the same config always hashes the same."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def config_hash(config: Mapping[str, JsonValue]) -> str:
+    """A short, stable hash of a job's config (sha256 of its canonical JSON)."""
+    return hashlib.sha256(canonical_json(dict(config)).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: ``fn(config, seed) -> metrics``.
+
+    Attributes:
+        slug: the paper's slug (catalogue key).
+        experiment: the experiment's name inside the paper's reproduction (e.g. ``"regret_vs_d"``).
+        fn: import path of the job function, ``"package.module:function"``.
+        config: JSON-serialisable keyword config of the job (no seed in it).
+        seed: the seed; the job must derive all randomness from it.
+    """
+
+    slug: str
+    experiment: str
+    fn: str
+    config: Mapping[str, JsonValue]
+    seed: int
+
+    def __post_init__(self) -> None:
+        if ":" not in self.fn:
+            raise ValueError(f"fn must be 'package.module:function', got {self.fn!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise TypeError(f"seed must be an int, got {type(self.seed).__name__}")
+        try:
+            canonical_json(dict(self.config))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"config of job {self.experiment!r} must be JSON-serialisable: {exc}") from exc
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.config)
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.slug, self.experiment, self.config_hash, self.seed)
+
+    @property
+    def label(self) -> str:
+        short = ",".join(f"{k}={v}" for k, v in sorted(self.config.items()) if _is_scalar(v))
+        return f"{self.slug}/{self.experiment}[{short[:60]}] seed={self.seed}"
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "slug": self.slug,
+            "experiment": self.experiment,
+            "fn": self.fn,
+            "config": dict(self.config),
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Job:
+        return cls(data["slug"], data["experiment"], data["fn"], dict(data["config"]), int(data["seed"]))
+
+
+def _is_scalar(v: object) -> bool:
+    return isinstance(v, (int, float, str, bool)) or v is None
+
+
+@dataclass
+class JobResult:
+    """What the store keeps of a finished job."""
+
+    job: Job
+    status: Literal["ok", "error"]
+    metrics: dict[str, JsonValue] = field(default_factory=dict)
+    wall_time: float = 0.0
+    error: str | None = None
+
+
+def resolve(path: str) -> Callable[..., Any]:
+    """Import ``"package.module:attr"``."""
+    module, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy's legacy global RNG and torch. Jobs should still prefer explicit generators."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:  # pragma: no cover - torch is a core dependency
+        pass
+
+
+def execute_job(job: Job) -> JobResult:
+    """Run one job in the current process and capture its metrics or its traceback.
+
+    Torch is pinned to one intra-op thread so that a job gives bit-identical numbers in this process, in a
+    process-pool worker and on a Ray worker (reductions split over threads change the last bits).
+    """
+    import time
+    import traceback
+
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover
+        pass
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    seed_everything(job.seed)
+    start = time.perf_counter()
+    try:
+        fn = resolve(job.fn)
+        metrics = fn(dict(job.config), job.seed)
+        if not isinstance(metrics, Mapping):
+            raise TypeError(f"job function {job.fn} returned {type(metrics).__name__}, expected a dict")
+        metrics = to_jsonable(dict(metrics))
+        return JobResult(job, "ok", metrics, time.perf_counter() - start)
+    except Exception:  # noqa: BLE001 - a crashed job is a result too: its traceback goes to the store
+        return JobResult(job, "error", {}, time.perf_counter() - start, traceback.format_exc())
+
+
+def to_jsonable(value: Any) -> JsonValue:
+    """Convert numpy/torch scalars and arrays (recursively) into plain JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, (np.floating, float)):
+        return float(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if hasattr(value, "detach") and hasattr(value, "tolist"):  # torch tensor
+        return to_jsonable(value.detach().cpu().tolist())
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# What analyze() returns
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """A table for the report. Cells are strings or numbers; ``mean_std`` helps format them."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[JsonValue]]
+    note: str = ""
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
+
+
+@dataclass
+class Figure:
+    """A figure for the report: a PNG image (bytes) with a caption."""
+
+    title: str
+    png: bytes
+    caption: str = ""
+
+
+@dataclass
+class ClaimCheck:
+    """One sub-claim of the paper, its own verdict and the evidence (numbers) behind it."""
+
+    claim: str
+    verdict: Verdict
+    evidence: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"claim": self.claim, "verdict": self.verdict, "evidence": self.evidence}
+
+
+@dataclass
+class Analysis:
+    """The outcome of a reproduction: a verdict on the claim, a one-paragraph summary with the numbers,
+    the method-vs-baselines tables, figures, and per-sub-claim checks."""
+
+    verdict: Verdict
+    summary: str
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    checks: list[ClaimCheck] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A paper's reproduction.
+
+    Attributes:
+        slug: catalogue slug.
+        claim: the claim being checked, one or two sentences.
+        build_jobs: ``(scale, seeds) -> list[Job]``; ``seeds=None`` means the scale's default seed count.
+        analyze: ``(results, scale) -> Analysis``; gets only successful results (crashed jobs are reported
+            separately) and must cope with missing ones.
+        deviations: every deviation from the paper's setting, stated plainly.
+        scales: the scales this reproduction supports.
+    """
+
+    slug: str
+    claim: str
+    build_jobs: Callable[[str, int | None], list[Job]]
+    analyze: Callable[[Sequence[JobResult], str], Analysis]
+    deviations: tuple[str, ...] = ()
+    scales: tuple[str, ...] = ("smoke", "quick", "full")
+
+    def jobs(self, scale: str, seeds: int | None = None) -> list[Job]:
+        if scale not in self.scales:
+            raise ValueError(f"scale must be one of {self.scales} for {self.slug}, got {scale!r}")
+        if seeds is not None and seeds < 1:
+            raise ValueError(f"seeds must be >= 1, got {seeds}")
+        jobs = self.build_jobs(scale, seeds)
+        keys = [j.key for j in jobs]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{self.slug}: build_jobs({scale!r}) produced duplicate jobs")
+        for j in jobs:
+            if j.slug != self.slug:
+                raise ValueError(f"job slug {j.slug!r} does not match reproduction slug {self.slug!r}")
+        return jobs
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers for analyze()
+# --------------------------------------------------------------------------------------------------
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean, sample standard deviation (ddof=1; 0 for one value) and count, ignoring NaN."""
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    arr = arr[~np.isnan(arr)]
+    if arr.size == 0:
+        return math.nan, math.nan, 0
+    std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+    return float(arr.mean()), std, int(arr.size)
+
+
+def fmt_mean_std(values: Sequence[float], digits: int = 3) -> str:
+    """``"1.234 ± 0.056 (n=5)"``: the report's standard cell for a metric over seeds."""
+    m, s, n = mean_std(values)
+    if n == 0:
+        return "n/a"
+    return f"{_fmt(m, digits)} ± {_fmt(s, digits)} (n={n})"
+
+
+def _fmt(x: float, digits: int) -> str:
+    if x == 0 or (1e-3 <= abs(x) < 1e5):
+        return f"{x:.{digits}g}" if abs(x) >= 1 else f"{x:.{digits}f}"
+    return f"{x:.{digits}e}"
+
+
+def group_results(
+    results: Sequence[JobResult], experiment: str | None = None, by: Sequence[str] = ()
+) -> dict[tuple[JsonValue, ...], list[JobResult]]:
+    """Group successful results of one experiment by the given config keys (in the order given)."""
+    groups: dict[tuple[JsonValue, ...], list[JobResult]] = {}
+    for r in results:
+        if r.status != "ok" or (experiment is not None and r.job.experiment != experiment):
+            continue
+        key = tuple(_hashable(r.job.config.get(k)) for k in by)
+        groups.setdefault(key, []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])))
+
+
+def _hashable(v: JsonValue) -> JsonValue:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+def metric_values(results: Sequence[JobResult], metric: str) -> list[float]:
+    """The values of one scalar metric across results (missing ones skipped)."""
+    return [float(r.metrics[metric]) for r in results if metric in r.metrics and r.metrics[metric] is not None]
+
+
+def seeds_for(scale: str, seeds: int | None, defaults: Mapping[str, int]) -> list[int]:
+    """The seed list for a scale: ``seeds`` if given, else the scale's default count; seeds are 0..n-1."""
+    n = seeds if seeds is not None else defaults[scale]
+    return list(range(n))
+
+
+def figure_png(fig: Any, dpi: int = 110) -> bytes:
+    """Render a matplotlib figure to PNG bytes and close it (uses the non-interactive Agg backend)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, width: float = 5.0, height: float = 3.6) -> tuple[Any, Any]:
+    """A matplotlib figure on the Agg backend, safe in worker processes without a display."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)

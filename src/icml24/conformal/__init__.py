@@ -1,0 +1,1 @@
+"""Conformal prediction."""

@@ -1,0 +1,1 @@
+"""Evaluation and analysis of models."""

@@ -1,0 +1,1 @@
+"""Gaussian processes: kernels, random features, variational GP algebra and the GP papers."""

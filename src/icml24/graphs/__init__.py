@@ -1,0 +1,1 @@
+"""Learning on graphs and networks."""

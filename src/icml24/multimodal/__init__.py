@@ -1,0 +1,1 @@
+"""Vision-language and multimodal models."""

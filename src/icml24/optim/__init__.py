@@ -1,0 +1,1 @@
+"""Optimisation: gradient surgery, coresets."""

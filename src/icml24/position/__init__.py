@@ -1,0 +1,1 @@
+"""Position papers (no system to implement)."""

@@ -1,0 +1,1 @@
+"""Reinforcement learning: shared envs, agents and the RL papers."""

@@ -1,0 +1,1 @@
+"""Subgroup discovery."""
