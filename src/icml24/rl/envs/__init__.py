@@ -1,0 +1,1 @@
+"""Batched and single environments with the Gymnasium API (shared by the RL papers)."""
