@@ -1,0 +1,3 @@
+from icml24.cli import main
+
+main()
