@@ -133,7 +133,12 @@ class _Progress:
         self.bar = None
         if self.tty:
             from rich.progress import (
-                BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
             )  # fmt: skip
 
             self.bar = Progress(
