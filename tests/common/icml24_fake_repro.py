@@ -1,0 +1,78 @@
+"""A tiny reproduction used by the foundation tests (registered through ICML24_REPRODUCTIONS).
+
+Its jobs draw random numbers from numpy and torch (so determinism across backends is tested on real
+random streams), may sleep (so a run can be killed mid-way) and may crash on request.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from icml24.common.experiment import Analysis, ClaimCheck, Job, Reproduction, Table, fmt_mean_std, seeds_for
+
+SLUG = "fake-sleepy"
+DEFAULT_SEEDS = {"smoke": 2, "quick": 3, "full": 4}
+
+
+def run_draw(config: dict, seed: int) -> dict:
+    time.sleep(float(config.get("sleep", 0.0)))
+    if config.get("crash"):
+        raise RuntimeError("this job crashes on purpose")
+    rng = np.random.default_rng(seed)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(64, 16, generator=g, dtype=torch.float64)
+    w = torch.randn(16, 4, generator=g, dtype=torch.float64)
+    return {
+        "numpy_mean": float(rng.normal(size=1000).mean() * config["n"]),
+        "torch_norm": float((x @ w).norm()),
+        "curve": rng.random(5).tolist(),
+    }
+
+
+def build_jobs(scale: str, seeds: int | None) -> list[Job]:
+    sleep = {"smoke": 0.0, "quick": 0.4, "full": 0.0}[scale]
+    jobs = []
+    for n in (1, 2, 3, 4):
+        for s in seeds_for(scale, seeds, DEFAULT_SEEDS):
+            jobs.append(Job(SLUG, "draw", f"{__name__}:run_draw", {"n": n, "sleep": sleep}, s))
+    return jobs
+
+
+def analyze(results, scale) -> Analysis:
+    vals = [r.metrics["numpy_mean"] for r in results]
+    table = Table("draws", ["metric", "value"], [["numpy_mean", fmt_mean_std(vals)]])
+    verdict = "supported" if len(results) > 0 else "inconclusive"
+    return Analysis(verdict, f"{len(results)} draws", [table], [], [ClaimCheck("draws exist", verdict, str(len(vals)))])
+
+
+def write_many(path: str, worker: int, n: int) -> None:
+    """Write n results into the store at path (the concurrent-writers test runs several of these)."""
+    from icml24.common.experiment import JobResult
+    from icml24.common.store import ResultStore
+
+    store = ResultStore(path)
+    for i in range(n):
+        job = Job("p", "e", "m:f", {"i": i, "nested": {"a": [1, 2]}}, worker)
+        store.put(JobResult(job, "ok", {"w": worker, "i": i}, 0.0))
+
+
+REPRODUCTION = Reproduction(
+    slug=SLUG,
+    claim="Random draws are reproducible.",
+    build_jobs=build_jobs,
+    analyze=analyze,
+    deviations=("Not a paper.",),
+)
+
+CRASHING = Reproduction(
+    slug="fake-crash",
+    claim="A crashing job is reported.",
+    build_jobs=lambda scale, seeds: [
+        Job("fake-crash", "draw", f"{__name__}:run_draw", {"n": 1, "crash": True}, 0),
+        Job("fake-crash", "draw", f"{__name__}:run_draw", {"n": 1}, 0),
+    ],
+    analyze=analyze,
+)
