@@ -129,3 +129,30 @@ def markdown_table() -> str:
         claim = p.claim.replace("|", "\\|")
         lines.append(f"| `{p.slug}` | `{p.field}` | {p.status} | {title} | {claim} |")
     return "\n".join(lines)
+
+
+def write_readme_table(path: str) -> bool:
+    """Replace the table between the README's ``papers`` markers; return whether it changed."""
+    import re
+    from pathlib import Path
+
+    readme = Path(path)
+    text = readme.read_text(encoding="utf-8")
+    new = re.sub(
+        r"(<!-- papers:start -->\n).*?(<!-- papers:end -->)",
+        lambda m: m.group(1) + markdown_table() + "\n" + m.group(2),
+        text,
+        flags=re.S,
+    )
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--write-readme":
+        print("updated" if write_readme_table(sys.argv[2]) else "up to date")
+    else:
+        print(markdown_table())
