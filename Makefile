@@ -29,7 +29,7 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --timeout 600 -q
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
