@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from icml24 import __version__, catalogue
@@ -151,7 +152,7 @@ class _Progress:
     def __call__(self, event: str, job: Job, result: JobResult | None) -> None:
         if event == "start":
             if self.bar is not None:
-                self.bar.update(self.task, description=job.label)
+                self.bar.update(self.task, description=escape(job.label))
             return
         self.done += 1
         assert result is not None
@@ -159,7 +160,7 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(self.task, advance=1)
             if result.status != "ok":
-                self.bar.console.print(f"[red]job failed:[/] {job.label}")
+                self.bar.console.print(f"[red]job failed:[/] {escape(job.label)}")
         else:
             print(
                 f"[{self.done}/{self.total}] {mark} {job.label} ({result.wall_time:.1f}s, "

@@ -33,7 +33,7 @@ class PaperReport:
     title: str
     claim: str
     scale: str
-    seeds: int | None
+    seeds: list[int]
     analysis: Analysis
     deviations: tuple[str, ...]
     n_jobs: int
@@ -88,7 +88,8 @@ def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) 
         analysis.summary += f" (Note: {len(errors)} job(s) crashed and {missing} are missing.)"
     title, citation = _paper_meta(slug, repro)
     report = PaperReport(
-        slug=slug, title=title, claim=repro.claim, scale=scale, seeds=seeds, analysis=analysis,
+        slug=slug, title=title, claim=repro.claim, scale=scale, seeds=sorted({j.seed for j in jobs}),
+        analysis=analysis,
         deviations=repro.deviations, n_jobs=len(jobs), n_ok=len(ok), errors=errors, n_missing=missing,
         wall_time=sum(r.wall_time for r in stored if r is not None), citation=citation,
     )  # fmt: skip
@@ -141,6 +142,12 @@ def _atomic_write(path: Path, text: str) -> None:
 # ------------------------------------------------------------------------------------------ Markdown
 
 
+def _seed_text(seeds: list[int]) -> str:
+    if seeds and seeds == list(range(seeds[0], seeds[0] + len(seeds))) and len(seeds) > 2:
+        return f"{len(seeds)} ({seeds[0]}..{seeds[-1]})"
+    return f"{len(seeds)} ({', '.join(map(str, seeds))})"
+
+
 def _md_cell(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
@@ -165,8 +172,7 @@ def render_markdown(reports: list[PaperReport], env: dict[str, Any]) -> str:
         if r.citation:
             lines += [r.citation, ""]
         lines += [f"**Claim.** {r.claim}", "", f"**Verdict: {a.verdict}.** {a.summary}", ""]
-        seeds = r.seeds if r.seeds is not None else "scale default"
-        lines += [f"Scale `{r.scale}`, seeds: {seeds}, total job time {r.wall_time:.1f} s.", ""]
+        lines += [f"Scale `{r.scale}`, seeds: {_seed_text(r.seeds)}, total job time {r.wall_time:.1f} s.", ""]
         if a.checks:
             lines += ["| sub-claim | verdict | evidence |", "|---|---|---|"]
             lines += [f"| {_md_cell(c.claim)} | {c.verdict} | {_md_cell(c.evidence)} |" for c in a.checks]
@@ -231,7 +237,7 @@ def render_html(reports: list[PaperReport], env: dict[str, Any]) -> str:
     parts.append("</table>")
     for r in reports:
         a = r.analysis
-        seeds = r.seeds if r.seeds is not None else "scale default"
+        seeds = _seed_text(r.seeds)
         parts += [
             f"<h2 id='{_h(r.slug)}'>{_h(r.slug)} {_verdict_badge(a.verdict)}</h2>",
             f"<p><em>{_h(r.title)}</em></p>",
