@@ -1,0 +1,14 @@
+"""advisedRFLVM (Li, Lin, Yin, Zhang, ICML 2024, https://arxiv.org/abs/2404.01697): preventing model collapse in
+GPLVMs with a learned projection variance and a spectral-mixture kernel approximated by differentiable random
+Fourier features.
+
+* :class:`AdvisedRFLVM`: the model as a scikit-learn transformer with ``impute`` for missing entries.
+* :func:`linear_gplvm_closed_form`, :func:`linear_gplvm_loglik`: the linear-GPLVM collapse analysis.
+"""
+
+from icml24.gp.advised_rflvm.linear import linear_gplvm_closed_form, linear_gplvm_loglik
+from icml24.gp.advised_rflvm.model import AdvisedRFLVM
+
+SLUG = "advised-rflvm"
+
+__all__ = ["SLUG", "AdvisedRFLVM", "linear_gplvm_closed_form", "linear_gplvm_loglik"]

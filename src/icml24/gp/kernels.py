@@ -1,0 +1,226 @@
+"""Stationary kernels and their differentiable random Fourier features.
+
+* RBF: ``k(x, x') = s² exp(-||x - x'||² / (2 l²))``.
+* Spectral mixture (Wilson & Adams, ICML 2013, eq. 12, the form used by advisedRFLVM, Li et al., ICML 2024,
+  arXiv:2404.01697, Sec. 4):
+  ``k(x, x') = Σ_j w_j exp(-2π² Σ_q v_jq τ_q²) cos(2π μ_jᵀ τ)`` with ``τ = x - x'``. Its spectral density is
+  the symmetrised Gaussian mixture ``Σ_j w_j N(μ_j, diag v_j)``.
+* Random Fourier features (Rahimi & Recht 2007) of an SM kernel: for each component draw ``L`` frequencies
+  ``ω = μ_j + √v_j ⊙ ε`` with ``ε ~ N(0, I)`` (reparameterised, so gradients reach ``μ`` and ``v``) and set
+  ``φ_j(x) = √(w_j / L) [cos(2π ωᵀx), sin(2π ωᵀx)]``; then ``E[Φ Φᵀ] = K_SM``. The RBF kernel is the SM kernel
+  with one component, ``μ = 0`` and ``v = 1 / (4π² l²)``.
+
+GPyTorch's ``SpectralMixtureKernel`` takes a product of per-dimension cosines instead of ``cos(2π μᵀτ)``; the
+two agree in one input dimension and whenever ``μ = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from icml24.gp.linalg import DEFAULT_DTYPE
+
+__all__ = [
+    "RBFKernel",
+    "SpectralMixtureKernel",
+    "rbf_kernel",
+    "rbf_to_sm_variance",
+    "sm_kernel",
+    "sm_random_features",
+]
+
+
+def _sqdist(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    # Expanded form is O(N M Q) memory-free but loses precision at tiny distances; clamp the round-off.
+    d = (x1 * x1).sum(-1, keepdim=True) - 2.0 * x1 @ x2.transpose(-1, -2) + (x2 * x2).sum(-1).unsqueeze(-2)
+    return d.clamp_min(0.0)
+
+
+def _check_pair(x1: torch.Tensor, x2: torch.Tensor) -> None:
+    if x1.dim() != 2 or x2.dim() != 2:
+        raise ValueError(f"x1 and x2 must be 2-D (n, q), got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    if x1.shape[1] != x2.shape[1]:
+        raise ValueError(f"x1 and x2 must have the same input dimension, got {x1.shape[1]} and {x2.shape[1]}")
+
+
+def rbf_kernel(
+    x1: torch.Tensor, x2: torch.Tensor, *, lengthscale: float | torch.Tensor, variance: float | torch.Tensor = 1.0
+) -> torch.Tensor:
+    """RBF (squared exponential) Gram matrix ``s² exp(-||x - x'||² / (2 l²))``, shape ``(n1, n2)``."""
+    _check_pair(x1, x2)
+    ls = torch.as_tensor(lengthscale, dtype=x1.dtype)
+    var = torch.as_tensor(variance, dtype=x1.dtype)
+    if bool((ls <= 0).any()) or bool((var < 0).any()):
+        raise ValueError(f"lengthscale must be > 0 and variance >= 0, got {lengthscale} and {variance}")
+    return var * torch.exp(-0.5 * _sqdist(x1 / ls, x2 / ls))
+
+
+def rbf_to_sm_variance(lengthscale: float | torch.Tensor) -> float | torch.Tensor:
+    """The SM component variance ``v = 1 / (4π² l²)`` that turns a zero-mean SM component into an RBF."""
+    return 1.0 / (4.0 * math.pi**2 * lengthscale**2)
+
+
+def _check_sm(weights: torch.Tensor, means: torch.Tensor, variances: torch.Tensor, q: int) -> None:
+    if weights.dim() != 1:
+        raise ValueError(f"weights must be 1-D (m,), got shape {tuple(weights.shape)}")
+    m = weights.shape[0]
+    if means.shape != (m, q) or variances.shape != (m, q):
+        raise ValueError(
+            f"means and variances must have shape (m, q) = ({m}, {q}), got {tuple(means.shape)} and "
+            f"{tuple(variances.shape)}"
+        )
+    if bool((weights < 0).any()) or bool((variances < 0).any()):
+        raise ValueError("SM weights and variances must be non-negative")
+
+
+def sm_kernel(
+    x1: torch.Tensor, x2: torch.Tensor, *, weights: torch.Tensor, means: torch.Tensor, variances: torch.Tensor
+) -> torch.Tensor:
+    """Spectral-mixture Gram matrix (Wilson & Adams 2013, eq. 12), shape ``(n1, n2)``.
+
+    Args:
+        weights: ``(m,)`` mixture weights ``w_j >= 0``.
+        means: ``(m, q)`` spectral means ``μ_j``.
+        variances: ``(m, q)`` spectral variances ``v_j >= 0``.
+    """
+    _check_pair(x1, x2)
+    _check_sm(weights, means, variances, x1.shape[1])
+    # Per component: the Gaussian envelope is an RBF on x scaled by sqrt(4π² v); the cosine needs only μᵀx.
+    scale = 2.0 * math.pi * variances.sqrt()  # (m, q)
+    a = x1.unsqueeze(0) * scale.unsqueeze(1)  # (m, n1, q)
+    b = x2.unsqueeze(0) * scale.unsqueeze(1)
+    env = torch.exp(-0.5 * _sqdist(a, b))  # (m, n1, n2)
+    p1 = 2.0 * math.pi * x1 @ means.T  # (n1, m)
+    p2 = 2.0 * math.pi * x2 @ means.T
+    cos = torch.cos(p1.T.unsqueeze(-1) - p2.T.unsqueeze(-2))  # (m, n1, n2)
+    return torch.einsum("m,mij->ij", weights, env * cos)
+
+
+def sm_random_features(
+    x: torch.Tensor,
+    *,
+    weights: torch.Tensor,
+    means: torch.Tensor,
+    variances: torch.Tensor,
+    eps: torch.Tensor,
+) -> torch.Tensor:
+    """Random Fourier features of the SM kernel with reparameterised frequencies (advisedRFLVM, Sec. 4).
+
+    Args:
+        x: ``(n, q)`` inputs.
+        eps: ``(m, L, q)`` standard-normal draws; the frequencies are ``μ_j + √v_j ⊙ eps[j]``.
+
+    Returns:
+        ``(n, 2 m L)`` features ``Φ`` with ``E_eps[Φ Φᵀ] = K_SM(x, x)``.
+    """
+    if x.dim() != 2:
+        raise ValueError(f"x must be 2-D (n, q), got shape {tuple(x.shape)}")
+    _check_sm(weights, means, variances, x.shape[1])
+    m = weights.shape[0]
+    if eps.dim() != 3 or eps.shape[0] != m or eps.shape[2] != x.shape[1]:
+        raise ValueError(f"eps must have shape (m, L, q) = ({m}, L, {x.shape[1]}), got {tuple(eps.shape)}")
+    n_freq = eps.shape[1]
+    omega = means.unsqueeze(1) + variances.sqrt().unsqueeze(1) * eps  # (m, L, q)
+    proj = 2.0 * math.pi * torch.einsum("nq,mlq->nml", x, omega)
+    amp = (weights / n_freq).sqrt().view(1, m, 1)
+    feats = torch.cat([amp * torch.cos(proj), amp * torch.sin(proj)], dim=-1)  # (n, m, 2L)
+    return feats.reshape(x.shape[0], -1)
+
+
+def _inv_softplus(value: torch.Tensor) -> torch.Tensor:
+    return value + torch.log(-torch.expm1(-value))
+
+
+class RBFKernel(nn.Module):
+    """RBF kernel with softplus-positive lengthscale and variance (learnable ``nn.Parameter`` s).
+
+    ``forward(x1, x2)`` gives the exact Gram matrix, ``features(x, eps)`` its random Fourier features with
+    ``eps`` of shape ``(1, L, q)``.
+    """
+
+    def __init__(self, *, lengthscale: float = 1.0, variance: float = 1.0, dtype: torch.dtype = DEFAULT_DTYPE):
+        super().__init__()
+        if lengthscale <= 0 or variance <= 0:
+            raise ValueError(f"lengthscale and variance must be > 0, got {lengthscale} and {variance}")
+        self.raw_lengthscale = nn.Parameter(_inv_softplus(torch.tensor(float(lengthscale), dtype=dtype)))
+        self.raw_variance = nn.Parameter(_inv_softplus(torch.tensor(float(variance), dtype=dtype)))
+
+    @property
+    def lengthscale(self) -> torch.Tensor:
+        return F.softplus(self.raw_lengthscale)
+
+    @property
+    def variance(self) -> torch.Tensor:
+        return F.softplus(self.raw_variance)
+
+    n_components = 1
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+        return rbf_kernel(x1, x2, lengthscale=self.lengthscale, variance=self.variance)
+
+    def spectral(self, q: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The (weights, means, variances) of the equivalent one-component zero-mean SM kernel."""
+        v = rbf_to_sm_variance(self.lengthscale)
+        dtype = self.raw_lengthscale.dtype
+        return self.variance.reshape(1), torch.zeros(1, q, dtype=dtype), v * torch.ones(1, q, dtype=dtype)
+
+    def features(self, x: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        w, mu, v = self.spectral(x.shape[1])
+        return sm_random_features(x, weights=w, means=mu, variances=v, eps=eps)
+
+
+class SpectralMixtureKernel(nn.Module):
+    """Spectral-mixture kernel with ``m`` components over ``q`` input dimensions.
+
+    Weights and variances are softplus-positive; means are unconstrained.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_components: int,
+        input_dim: int,
+        weights: torch.Tensor | None = None,
+        means: torch.Tensor | None = None,
+        variances: torch.Tensor | None = None,
+        dtype: torch.dtype = DEFAULT_DTYPE,
+    ):
+        super().__init__()
+        if n_components < 1 or input_dim < 1:
+            raise ValueError(f"n_components and input_dim must be >= 1, got {n_components} and {input_dim}")
+        m, q = n_components, input_dim
+        w = torch.full((m,), 1.0 / m, dtype=dtype) if weights is None else torch.as_tensor(weights, dtype=dtype)
+        mu = torch.zeros(m, q, dtype=dtype) if means is None else torch.as_tensor(means, dtype=dtype)
+        v = (
+            torch.full((m, q), rbf_to_sm_variance(1.0), dtype=dtype)
+            if variances is None
+            else torch.as_tensor(variances, dtype=dtype)
+        )
+        _check_sm(w, mu, v, q)
+        if bool((w <= 0).any()) or bool((v <= 0).any()):
+            raise ValueError("initial SM weights and variances must be > 0")
+        self.n_components = m
+        self.raw_weights = nn.Parameter(_inv_softplus(w))
+        self.means = nn.Parameter(mu.clone())
+        self.raw_variances = nn.Parameter(_inv_softplus(v))
+
+    @property
+    def weights(self) -> torch.Tensor:
+        return F.softplus(self.raw_weights)
+
+    @property
+    def variances(self) -> torch.Tensor:
+        return F.softplus(self.raw_variances)
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+        return sm_kernel(x1, x2, weights=self.weights, means=self.means, variances=self.variances)
+
+    def spectral(self, q: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.weights, self.means, self.variances
+
+    def features(self, x: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        return sm_random_features(x, weights=self.weights, means=self.means, variances=self.variances, eps=eps)
