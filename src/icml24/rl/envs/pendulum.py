@@ -1,0 +1,76 @@
+"""Batched pendulum swing-up with the dynamics, reward and time limit of Gymnasium's ``Pendulum-v1``.
+
+The dense-reward control task of the SAPG miniature (arXiv:2407.20230, the paper's dense tasks are ShadowHand
+and AllegroHand, where SAPG roughly ties PPO). Per environment, with g = 10, m = l = 1, dt = 0.05:
+
+    u      = clip(a, -2, 2)
+    cost   = normalize(theta)^2 + 0.1 * theta_dot^2 + 0.001 * u^2
+    theta_dot' = clip(theta_dot + (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt, -8, 8)
+    theta'     = theta + theta_dot' dt
+    obs    = (cos theta', sin theta', theta_dot'),   reward = -cost,   200 steps, never terminates.
+
+Initial state uniform in [-pi, pi] x [-1, 1]. A test steps this env and ``gymnasium.make("Pendulum-v1")`` with
+the same actions from the same initial states and compares the trajectories.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from icml24.rl.envs.batched import TorchVectorEnv
+
+__all__ = ["BatchedPendulum"]
+
+
+def _angle_normalize(x: torch.Tensor) -> torch.Tensor:
+    return ((x + math.pi) % (2 * math.pi)) - math.pi
+
+
+class BatchedPendulum(TorchVectorEnv):
+    """``Pendulum-v1`` over ``num_envs`` copies as tensors (state ``(theta, theta_dot)``)."""
+
+    max_speed = 8.0
+    max_torque = 2.0
+    dt = 0.05
+    m = 1.0
+    length = 1.0
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        g: float = 10.0,
+        max_episode_steps: int = 200,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.g = float(g)
+        high = np.array([1.0, 1.0, self.max_speed], dtype=np.float32)
+        self.single_observation_space = spaces.Box(low=-high, high=high, dtype=np.float32)
+        self.single_action_space = spaces.Box(
+            low=-self.max_torque, high=self.max_torque, shape=(1,), dtype=np.float32
+        )
+        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+
+    def _sample_initial_state(self, n: int) -> torch.Tensor:
+        return self._uniform(n, [-math.pi, -1.0], [math.pi, 1.0])
+
+    def _dynamics(
+        self, state: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        th, thdot = state[:, 0], state[:, 1]
+        u = action[:, 0]
+        cost = _angle_normalize(th) ** 2 + 0.1 * thdot**2 + 0.001 * u**2
+        acc = 3.0 * self.g / (2.0 * self.length) * torch.sin(th) + 3.0 / (self.m * self.length**2) * u
+        new_thdot = torch.clamp(thdot + acc * self.dt, -self.max_speed, self.max_speed)
+        new_th = th + new_thdot * self.dt
+        terminated = torch.zeros(state.shape[0], dtype=torch.bool, device=state.device)
+        return torch.stack((new_th, new_thdot), dim=1), -cost, terminated
+
+    def _observe(self, state: torch.Tensor) -> torch.Tensor:
+        th, thdot = state[:, 0], state[:, 1]
+        return torch.stack((torch.cos(th), torch.sin(th), thdot), dim=1)

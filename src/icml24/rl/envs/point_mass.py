@@ -1,0 +1,173 @@
+"""Deceptive point mass: a small reward next to the start, a large one far away behind a wall.
+
+The exploration task of the SAPG miniature (notes: ``shared/papers/sapg.md`` section 6; SAPG, ICML 2024,
+arXiv:2407.20230, argues that PPO's extra parallel environments stop paying off on tasks that need
+exploration). A point mass in the square [-L, L]^2 (L = 4) with first-order velocity dynamics:
+
+    v' = 0.9 v + 0.3 clip(a, -1, 1);     p' = clip(p + 0.1 v', -L, L)   (blocked by walls: p' = p, v' = 0)
+    reward = decoy_reward [|p' - c_decoy| < r_decoy] + goal_reward [|p' - c_goal| < r_goal]
+    terminated = |p' - c_goal| < r_goal;   truncated after ``max_episode_steps`` (H = 100).
+
+Observation: (x / 3, y / 3, v_x, v_y, t / H). Start: the origin plus U(-0.1, 0.1)^2 noise, v = 0. A policy that
+parks in the decoy disc earns about ``decoy_reward * H`` per episode; reaching the goal earns ``goal_reward``
+(+20 by default) once, which is worth more but has to be discovered by driving around the wall.
+
+:class:`BatchedDeceptivePointMass` is the tensor version; :class:`DeceptivePointMassEnv` the same task as a plain
+``gymnasium.Env`` (numpy), used by the speed benchmark in ``SyncVectorEnv`` and by ``check_env``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from icml24.rl.envs.batched import TorchVectorEnv
+
+__all__ = ["PointMassLayout", "BatchedDeceptivePointMass", "DeceptivePointMassEnv"]
+
+
+@dataclass(frozen=True)
+class PointMassLayout:
+    """Geometry and rewards of the deceptive point mass (defaults: the notes' v3 layout plus one wall)."""
+
+    goal: tuple[float, float] = (-3.3, 3.3)
+    """Centre of the goal disc (terminal, ``goal_reward`` once)."""
+    goal_radius: float = 0.5
+    """Radius of the goal disc."""
+    goal_reward: float = 20.0
+    """Reward for entering the goal disc; the episode then terminates."""
+    decoy: tuple[float, float] = (0.8, 0.0)
+    """Centre of the decoy disc next to the start."""
+    decoy_radius: float = 0.4
+    """Radius of the decoy disc."""
+    decoy_reward: float = 0.1
+    """Reward per step inside the decoy disc."""
+    walls: tuple[tuple[float, float, float, float], ...] = ((-2.4, 0.6, -2.0, 4.0),)
+    """Axis-aligned wall rectangles ``(x_min, y_min, x_max, y_max)``; a move into one is cancelled."""
+    half_width: float = 4.0
+    """The arena is ``[-half_width, half_width]^2``."""
+    start_noise: float = 0.1
+    """Start position is uniform in ``[-start_noise, start_noise]^2``."""
+
+    def __post_init__(self) -> None:
+        for name in ("goal_radius", "decoy_radius", "half_width"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for w in self.walls:
+            if len(w) != 4 or not (w[0] < w[2] and w[1] < w[3]):
+                raise ValueError(f"walls must be (x_min, y_min, x_max, y_max) with min < max, got {w}")
+
+
+_ACCEL = 0.3
+_DAMPING = 0.9
+_DT = 0.1
+
+
+class BatchedDeceptivePointMass(TorchVectorEnv):
+    """The deceptive point mass over ``num_envs`` copies (state ``(x, y, v_x, v_y, t)``)."""
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        layout: PointMassLayout | None = None,
+        max_episode_steps: int = 100,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.layout = layout if layout is not None else PointMassLayout()
+        if not isinstance(self.layout, PointMassLayout):
+            raise TypeError(f"layout must be a PointMassLayout, got {type(layout).__name__}")
+        high = np.array([2.0, 2.0, 5.0, 5.0, 1.0], dtype=np.float32)
+        self.single_observation_space = spaces.Box(low=-high, high=high, dtype=np.float32)
+        self.single_action_space = spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)
+        self._horizon = max_episode_steps
+        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        lay = self.layout
+        self._goal = torch.tensor(lay.goal, device=self.device, dtype=dtype)
+        self._decoy = torch.tensor(lay.decoy, device=self.device, dtype=dtype)
+        self._walls = torch.tensor(lay.walls, device=self.device, dtype=dtype).reshape(-1, 4)
+
+    def _sample_initial_state(self, n: int) -> torch.Tensor:
+        s = self.layout.start_noise
+        pos = self._uniform(n, [-s, -s], [s, s])
+        return torch.cat((pos, torch.zeros(n, 3, device=self.device, dtype=self.dtype)), dim=1)
+
+    def _dynamics(
+        self, state: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        lay = self.layout
+        p, v, t = state[:, 0:2], state[:, 2:4], state[:, 4:5]
+        v = _DAMPING * v + _ACCEL * action
+        p_new = torch.clamp(p + _DT * v, -lay.half_width, lay.half_width)
+        if self._walls.shape[0]:
+            w = self._walls
+            x, y = p_new[:, 0:1], p_new[:, 1:2]
+            hit = ((x >= w[:, 0]) & (x <= w[:, 2]) & (y >= w[:, 1]) & (y <= w[:, 3])).any(dim=1, keepdim=True)
+            p_new = torch.where(hit, p, p_new)
+            v = torch.where(hit, torch.zeros_like(v), v)
+        in_goal = ((p_new - self._goal) ** 2).sum(1) < lay.goal_radius**2
+        in_decoy = ((p_new - self._decoy) ** 2).sum(1) < lay.decoy_radius**2
+        reward = lay.goal_reward * in_goal.to(self.dtype) + lay.decoy_reward * in_decoy.to(self.dtype)
+        return torch.cat((p_new, v, t + 1.0), dim=1), reward, in_goal
+
+    def _observe(self, state: torch.Tensor) -> torch.Tensor:
+        return torch.cat((state[:, 0:2] / 3.0, state[:, 2:4], state[:, 4:5] / self._horizon), dim=1)
+
+
+class DeceptivePointMassEnv(gym.Env):
+    """The same task as one plain ``gymnasium.Env`` (numpy); truncates itself after ``max_episode_steps``."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, layout: PointMassLayout | None = None, max_episode_steps: int = 100) -> None:
+        self.layout = layout if layout is not None else PointMassLayout()
+        self.max_episode_steps = int(max_episode_steps)
+        high = np.array([2.0, 2.0, 5.0, 5.0, 1.0], dtype=np.float32)
+        self.observation_space = spaces.Box(low=-high, high=high, dtype=np.float32)
+        self.action_space = spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)
+        self._walls: Sequence[tuple[float, float, float, float]] = self.layout.walls
+        self._p = np.zeros(2)
+        self._v = np.zeros(2)
+        self._t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array(
+            [self._p[0] / 3, self._p[1] / 3, self._v[0], self._v[1], self._t / self.max_episode_steps],
+            dtype=np.float32,
+        )
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        s = self.layout.start_noise
+        self._p = self.np_random.uniform(-s, s, size=2)
+        self._v = np.zeros(2)
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action: np.ndarray):
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != (2,):
+            raise ValueError(f"action must have shape (2,), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError("action must be finite; got NaN or inf entries")
+        a = np.clip(a, -1.0, 1.0)
+        lay = self.layout
+        v = _DAMPING * self._v + _ACCEL * a
+        p = np.clip(self._p + _DT * v, -lay.half_width, lay.half_width)
+        for x0, y0, x1, y1 in self._walls:
+            if x0 <= p[0] <= x1 and y0 <= p[1] <= y1:
+                p, v = self._p, np.zeros(2)
+                break
+        self._p, self._v, self._t = p, v, self._t + 1
+        in_goal = float(np.sum((p - np.asarray(lay.goal)) ** 2)) < lay.goal_radius**2
+        in_decoy = float(np.sum((p - np.asarray(lay.decoy)) ** 2)) < lay.decoy_radius**2
+        reward = lay.goal_reward * in_goal + lay.decoy_reward * in_decoy
+        return self._obs(), float(reward), bool(in_goal), self._t >= self.max_episode_steps, {}
+

@@ -1,0 +1,420 @@
+"""PPO for batched torch environments (Schulman et al., 2017, "Proximal Policy Optimization Algorithms",
+arXiv:1707.06347), configured the way SAPG's rl_games configs run it (Singla, Agarwal & Pathak, "SAPG: Split and
+Aggregate Policy Gradients", ICML 2024, https://arxiv.org/abs/2407.20230, section 3 / official code).
+
+One iteration: every one of the N environments acts for T steps with a Gaussian policy; GAE(gamma, lambda)
+gives advantages with correct bootstrapping at time limits; then ``epochs`` passes of minibatch Adam steps on
+
+    L = E[ -min(rho A, clip(rho, 1-eps, 1+eps) A) + 0.5 c_V max((V-R)^2, (V_clip-R)^2) - c_H H[pi] + c_b B(mu) ]
+
+with observation normalisation (running mean/std), advantage normalisation over the batch, a gradient-norm
+clip and rl_games' KL-adaptive learning rate. The network is :class:`BlockActorCritic`, which also carries
+SAPG's per-block latent and log-std; plain PPO is the one-block case (``icml24.rl.sapg`` builds on this class).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from icml24.rl.envs.batched import TorchVectorEnv
+from icml24.rl.ppo.functional import (
+    KLAdaptiveLR,
+    RunningMeanStd,
+    bounds_loss,
+    clipped_surrogate_loss,
+    clipped_value_loss,
+    gae,
+    gaussian_entropy,
+    gaussian_kl,
+    gaussian_log_prob,
+    normalize,
+)
+
+__all__ = ["PPOConfig", "BlockActorCritic", "PPO"]
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyper-parameters (defaults: SAPG's rl_games ShadowHand config, network scaled down for a CPU)."""
+
+    horizon: int = 16
+    """T, environment steps per environment per iteration (``horizon_length``)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda (``tau``)."""
+    clip: float = 0.2
+    """PPO ratio clip epsilon (``e_clip``)."""
+    value_clip: float | None = 0.2
+    """Clip of the value change in the value loss; None for the plain squared error."""
+    epochs: int = 5
+    """Passes over the batch per iteration (``mini_epochs``)."""
+    num_minibatches: int = 4
+    """On-policy batch N*T is cut into this many minibatches (minibatch = 4N when T = 16, as in the configs)."""
+    learning_rate: float = 5e-4
+    """Initial Adam learning rate."""
+    adaptive_lr: bool = True
+    """KL-adaptive learning rate (rl_games ``lr_schedule: adaptive``)."""
+    kl_threshold: float = 0.016
+    """Target KL of the adaptive schedule."""
+    entropy_coef: float = 0.0
+    """Entropy bonus coefficient c_H."""
+    critic_coef: float = 4.0
+    """Value loss coefficient c_V (the loss uses 0.5 c_V, as rl_games does)."""
+    bounds_loss_coef: float = 1e-4
+    """Coefficient of the soft penalty on action means outside [-1.1, 1.1]."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    normalize_obs: bool = True
+    """Running mean/std observation normalisation."""
+    normalize_advantages: bool = True
+    """Normalise advantages over the whole batch before the epochs."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before GAE (rl_games ``reward_shaper.scale_value``)."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layers of the actor and of the critic MLPs (tanh)."""
+    init_log_std: float = 0.0
+    """Initial log standard deviation of the Gaussian policy."""
+
+    def __post_init__(self) -> None:
+        positive_ints = ("horizon", "epochs", "num_minibatches")
+        for name in positive_ints:
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise ValueError("gamma and gae_lambda must be in [0, 1]")
+        if self.clip <= 0 or self.learning_rate <= 0:
+            raise ValueError("clip and learning_rate must be > 0")
+        if self.entropy_coef < 0 or self.critic_coef < 0:
+            raise ValueError("entropy_coef and critic_coef must be >= 0")
+
+
+def _mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.Tanh())
+    return nn.Sequential(*layers)
+
+
+class BlockActorCritic(nn.Module):
+    """Gaussian actor and value critic conditioned on a per-block learned latent (SAPG section 3).
+
+    Block j has a learned latent phi_j (N(0, 1) init, rl_games' ``extra_param``) appended to the observation
+    of both MLPs, and its own learned log-std sigma_j (``coef_cond``):
+    ``pi_j(a|s) = Normal(mu(s, phi_j), exp(sigma_j))``, ``V_j(s) = V(s, phi_j)``. One block without latent
+    is the ordinary PPO actor-critic.
+    """
+
+    def __init__(
+        self,
+        *,
+        obs_dim: int,
+        act_dim: int,
+        num_blocks: int = 1,
+        latent_dim: int = 0,
+        hidden_sizes: tuple[int, ...] = (64, 64),
+        init_log_std: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if obs_dim < 1 or act_dim < 1 or num_blocks < 1 or latent_dim < 0:
+            raise ValueError("need obs_dim, act_dim, num_blocks >= 1 and latent_dim >= 0")
+        self.num_blocks, self.latent_dim = num_blocks, latent_dim
+        self.actor = _mlp([obs_dim + latent_dim, *hidden_sizes, act_dim])
+        self.critic = _mlp([obs_dim + latent_dim, *hidden_sizes, 1])
+        self.log_std = nn.Parameter(torch.full((num_blocks, act_dim), float(init_log_std)))
+        self.latent = nn.Parameter(torch.randn(num_blocks, latent_dim))
+
+    def _inputs(self, obs: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
+        if self.latent_dim == 0:
+            return obs
+        return torch.cat((obs, self.latent[block]), dim=-1)
+
+    def forward(self, obs: torch.Tensor, block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(mean, log_std, value)`` for observations ``obs [B, D]`` acting as blocks ``block [B]``."""
+        x = self._inputs(obs, block)
+        return self.actor(x), self.log_std[block], self.critic(x).squeeze(-1)
+
+    def value(self, obs: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
+        return self.critic(self._inputs(obs, block)).squeeze(-1)
+
+
+class PPO:
+    """PPO on a :class:`~icml24.rl.envs.TorchVectorEnv` (all N environments on one policy).
+
+    Example:
+        >>> from icml24.rl.envs import BatchedPendulum
+        >>> agent = PPO(BatchedPendulum(num_envs=64), seed=0)
+        >>> stats = agent.learn(2)
+        >>> sorted(stats)[:3]
+        ['entropy', 'episode_return', 'episodes']
+    """
+
+    def __init__(self, env: TorchVectorEnv, *, config: PPOConfig | None = None, seed: int = 0) -> None:
+        if not isinstance(env, TorchVectorEnv):
+            raise TypeError(f"env must be a TorchVectorEnv (batched tensor env), got {type(env).__name__}")
+        self.config = config if config is not None else PPOConfig()
+        if not isinstance(self.config, PPOConfig):
+            raise TypeError(f"config must be a PPOConfig, got {type(self.config).__name__}")
+        self.env, self.seed = env, int(seed)
+        self.device = env.device
+        self.num_envs = env.num_envs
+        self.obs_dim = int(env.single_observation_space.shape[0])
+        self.act_dim = int(env.single_action_space.shape[0])
+        self._check_blocks()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self.policy = self._make_network().to(self.device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(self.seed + 1)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.config.learning_rate, eps=1e-8)
+        self.lr_schedule = KLAdaptiveLR(self.optimizer, kl_threshold=self.config.kl_threshold)
+        self.obs_rms = RunningMeanStd((self.obs_dim,), device=self.device)
+        self.env_blocks = self._env_blocks()
+        self.entropy_coefs = self._entropy_coefs().to(self.device)
+        raw, _ = env.reset(seed=self.seed)
+        self._obs = self._normalize_obs(raw, update=True)
+        self._ep_return = torch.zeros(self.num_envs, device=self.device, dtype=torch.float64)
+        # Statistics of the latest iteration in which each block finished episodes (episodes of H > T steps
+        # finish only every few iterations).
+        self.last_episode_return = torch.full((self.num_blocks,), float("nan"), dtype=torch.float64)
+        self.last_success_rate = torch.full((self.num_blocks,), float("nan"), dtype=torch.float64)
+        self.iterations = 0
+        self.env_steps = 0
+
+    # ---- hooks SAPG overrides ---------------------------------------------------------------------------
+    @property
+    def num_blocks(self) -> int:
+        return 1
+
+    def _check_blocks(self) -> None:
+        """Validate the block structure against the env (nothing to check for PPO)."""
+
+    def _make_network(self) -> BlockActorCritic:
+        cfg = self.config
+        return BlockActorCritic(
+            obs_dim=self.obs_dim, act_dim=self.act_dim, hidden_sizes=cfg.hidden_sizes, init_log_std=cfg.init_log_std
+        )
+
+    def _env_blocks(self) -> torch.Tensor:
+        return torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+
+    def _entropy_coefs(self) -> torch.Tensor:
+        return torch.tensor([self.config.entropy_coef], dtype=torch.float32)
+
+    def _extra_samples(self, rollout: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
+        """Samples to add to the on-policy batch (SAPG's relabelled follower data); none for PPO."""
+        return None
+
+    @property
+    def eval_block(self) -> int:
+        """The block whose policy is reported (the leader in SAPG)."""
+        return self.num_blocks - 1
+
+    # ---- rollout ------------------------------------------------------------------------------------------
+    def _normalize_obs(self, raw: torch.Tensor, *, update: bool) -> torch.Tensor:
+        raw = raw.to(torch.float32)
+        if not self.config.normalize_obs:
+            return raw
+        if update:
+            self.obs_rms.update(raw)
+        return self.obs_rms(raw)
+
+    @torch.no_grad()
+    def collect(self) -> dict[str, torch.Tensor]:
+        """Run T steps in every environment; returns ``[T, N, ...]`` tensors and episode statistics."""
+        T, N, dev = self.config.horizon, self.num_envs, self.device
+        blocks = self.env_blocks
+        obs_buf = torch.empty(T, N, self.obs_dim, device=dev)
+        next_obs_buf = torch.empty_like(obs_buf)
+        act_buf = torch.empty(T, N, self.act_dim, device=dev)
+        mean_buf = torch.empty_like(act_buf)
+        logp_buf = torch.empty(T, N, device=dev)
+        val_buf, rew_buf = torch.empty_like(logp_buf), torch.empty_like(logp_buf)
+        term_buf = torch.empty(T, N, dtype=torch.bool, device=dev)
+        done_buf = torch.empty_like(term_buf)
+        M = self.num_blocks
+        ep_count = torch.zeros(M, device=dev, dtype=torch.float64)
+        ep_sum, ep_success = torch.zeros_like(ep_count), torch.zeros_like(ep_count)
+        obs = self._obs
+        for t in range(T):
+            mean, log_std, value = self.policy(obs, blocks)
+            noise = torch.randn(mean.shape, generator=self.generator, device=dev, dtype=mean.dtype)
+            action = mean + torch.exp(log_std) * noise
+            raw_next, reward, terminated, truncated, info = self.env.step(action)
+            done = terminated | truncated
+            next_obs = self._normalize_obs(raw_next, update=True)
+            true_next = next_obs
+            if "final_obs" in info:
+                final = self._normalize_obs(info["final_obs"], update=False)
+                true_next = torch.where(info["_final_obs"].unsqueeze(1), final, next_obs)
+            obs_buf[t], next_obs_buf[t], act_buf[t], mean_buf[t] = obs, true_next, action, mean
+            logp_buf[t] = gaussian_log_prob(action, mean, log_std)
+            val_buf[t] = value
+            rew_buf[t] = reward.to(torch.float32) * self.config.reward_scale
+            term_buf[t], done_buf[t] = terminated, done
+            self._ep_return += reward.to(torch.float64)
+            if bool(done.any()):
+                d = done.to(torch.float64)
+                ep_count.scatter_add_(0, blocks, d)
+                ep_sum.scatter_add_(0, blocks, d * self._ep_return)
+                ep_success.scatter_add_(0, blocks, terminated.to(torch.float64))
+                self._ep_return = torch.where(done, torch.zeros_like(self._ep_return), self._ep_return)
+            obs = next_obs
+        self._obs = obs
+        next_values = self.policy.value(next_obs_buf.reshape(T * N, -1), blocks.repeat(T)).reshape(T, N)
+        self.env_steps += T * N
+        return {
+            "obs": obs_buf, "next_obs": next_obs_buf, "actions": act_buf, "means": mean_buf, "log_probs": logp_buf,
+            "values": val_buf, "next_values": next_values, "rewards": rew_buf, "terminated": term_buf,
+            "dones": done_buf, "ep_count": ep_count, "ep_return_sum": ep_sum, "ep_success_sum": ep_success,
+        }  # fmt: skip
+
+    # ---- batch and update --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def build_batch(self, rollout: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Flatten the rollout into PPO samples with GAE targets, plus any extra (off-policy) samples."""
+        cfg = self.config
+        T, N = rollout["values"].shape
+        adv, ret = gae(
+            rollout["rewards"], rollout["values"], rollout["next_values"], rollout["terminated"],
+            rollout["dones"], gamma=cfg.gamma, lam=cfg.gae_lambda,
+        )  # fmt: skip
+        blocks = self.env_blocks.repeat(T)
+        batch = {
+            "obs": rollout["obs"].reshape(T * N, -1),
+            "block": blocks,
+            "actions": rollout["actions"].reshape(T * N, -1),
+            "old_log_prob": rollout["log_probs"].reshape(-1),
+            "old_mean": rollout["means"].reshape(T * N, -1),
+            "old_log_std": self.policy.log_std.detach()[blocks],
+            "old_values": rollout["values"].reshape(-1),
+            "advantages": adv.reshape(-1),
+            "returns": ret.reshape(-1),
+            "off_policy": torch.zeros(T * N, dtype=torch.bool, device=self.device),
+        }
+        extra = self._extra_samples(rollout)
+        if extra is not None:
+            batch = {k: torch.cat((batch[k], extra[k]), dim=0) for k in batch}
+        batch["entropy_coef"] = self.entropy_coefs[batch["block"]]
+        if cfg.normalize_advantages:
+            batch["advantages"] = normalize(batch["advantages"])
+        return batch
+
+    def loss(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The PPO loss of one minibatch (module docstring) and its parts."""
+        cfg = self.config
+        mean, log_std, value = self.policy(mb["obs"], mb["block"])
+        log_prob = gaussian_log_prob(mb["actions"], mean, log_std)
+        pg = clipped_surrogate_loss(log_prob, mb["old_log_prob"], mb["advantages"], cfg.clip)
+        vl = clipped_value_loss(value, mb["old_values"], mb["returns"], cfg.value_clip)
+        entropy = gaussian_entropy(log_std)
+        bl = bounds_loss(mean)
+        per_sample = pg + 0.5 * cfg.critic_coef * vl - mb["entropy_coef"] * entropy + cfg.bounds_loss_coef * bl
+        with torch.no_grad():
+            kl = gaussian_kl(mb["old_mean"], mb["old_log_std"], mean, log_std).mean()
+        parts = {
+            "policy_loss": pg.mean().detach(), "value_loss": vl.mean().detach(), "entropy": entropy.mean().detach(),
+            "kl": kl,
+        }  # fmt: skip
+        return per_sample.mean(), parts
+
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """``epochs`` passes of shuffled minibatch Adam steps; the KL schedule steps after each epoch."""
+        cfg = self.config
+        n = batch["advantages"].shape[0]
+        mb_size = max(1, (self.num_envs * cfg.horizon) // cfg.num_minibatches)
+        sums: dict[str, torch.Tensor] = {}
+        steps = 0
+        for _ in range(cfg.epochs):
+            perm = torch.randperm(n, generator=self.generator, device=self.device)
+            kls = []
+            for start in range(0, n, mb_size):
+                idx = perm[start : start + mb_size]
+                loss, parts = self.loss({k: v[idx] for k, v in batch.items()})
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+                kls.append(parts["kl"])
+                for k, v in parts.items():
+                    sums[k] = sums[k] + v if k in sums else v
+                steps += 1
+            if cfg.adaptive_lr:
+                self.lr_schedule.step(float(torch.stack(kls).mean()))
+        return {k: float(v) / max(steps, 1) for k, v in sums.items()}
+
+    # ---- public loop -------------------------------------------------------------------------------------
+    def iterate(self) -> dict[str, Any]:
+        """One collect-build-update iteration; returns training statistics (reported block only)."""
+        t0 = time.perf_counter()
+        rollout = self.collect()
+        batch = self.build_batch(rollout)
+        stats: dict[str, Any] = self.update(batch)
+        self.iterations += 1
+        count = rollout["ep_count"].cpu()
+        seen = count > 0
+        self.last_episode_return[seen] = rollout["ep_return_sum"].cpu()[seen] / count[seen]
+        self.last_success_rate[seen] = rollout["ep_success_sum"].cpu()[seen] / count[seen]
+        b = self.eval_block
+        stats.update(
+            episodes=float(count[b]),
+            episode_return=float(self.last_episode_return[b]),
+            success_rate=float(self.last_success_rate[b]),
+            learning_rate=self.lr_schedule.lr,
+            batch_size=int(batch["advantages"].shape[0]),
+            seconds=time.perf_counter() - t0,
+        )
+        return stats
+
+    def learn(self, iterations: int) -> dict[str, Any]:
+        """Run ``iterations`` iterations; returns the last iteration's statistics."""
+        if not isinstance(iterations, int) or iterations < 1:
+            raise ValueError(f"iterations must be a positive int, got {iterations!r}")
+        stats: dict[str, Any] = {}
+        for _ in range(iterations):
+            stats = self.iterate()
+        return stats
+
+    @torch.no_grad()
+    def act(self, raw_obs: torch.Tensor, *, block: int | None = None, deterministic: bool = True) -> torch.Tensor:
+        """Actions of block ``block`` (default: the reported block) for raw observations ``[B, D]``."""
+        b = self.eval_block if block is None else int(block)
+        if not 0 <= b < self.num_blocks:
+            raise ValueError(f"block must be in [0, {self.num_blocks}), got {b}")
+        obs = self._normalize_obs(raw_obs, update=False)
+        blocks = torch.full((obs.shape[0],), b, dtype=torch.long, device=obs.device)
+        mean, log_std, _ = self.policy(obs, blocks)
+        if deterministic:
+            return mean
+        return mean + torch.exp(log_std) * torch.randn(mean.shape, generator=self.generator, device=mean.device)
+
+    @torch.no_grad()
+    def evaluate(
+        self, env: TorchVectorEnv, *, seed: int = 12345, block: int | None = None, deterministic: bool = True
+    ) -> dict[str, float]:
+        """First-episode return and success (termination) rate of each of ``env``'s copies under one block."""
+        raw, _ = env.reset(seed=seed)
+        n = env.num_envs
+        ret = torch.zeros(n, dtype=torch.float64, device=env.device)
+        active = torch.ones(n, dtype=torch.bool, device=env.device)
+        success = torch.zeros(n, dtype=torch.bool, device=env.device)
+        for _ in range(env.max_episode_steps):
+            a = self.act(raw.to(self.device), block=block, deterministic=deterministic).to(env.device)
+            raw, reward, term, trunc, _ = env.step(a)
+            ret += torch.where(active, reward.to(torch.float64), torch.zeros_like(ret))
+            success |= active & term
+            active &= ~(term | trunc)
+            if not bool(active.any()):
+                break
+        return {"return": float(ret.mean()), "success_rate": float(success.to(torch.float64).mean())}
+
+    def config_dict(self) -> dict[str, Any]:
+        return asdict(self.config)

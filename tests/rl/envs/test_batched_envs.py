@@ -1,0 +1,192 @@
+"""Batched torch envs: Gymnasium reference dynamics, vector-env API, autoreset, bad input."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml24.rl.envs import (
+    BatchedDeceptivePointMass,
+    BatchedMountainCarContinuous,
+    BatchedPendulum,
+    DeceptivePointMassEnv,
+    PointMassLayout,
+)
+
+ALL = [BatchedPendulum, BatchedMountainCarContinuous, BatchedDeceptivePointMass]
+
+
+def _trajectories_match(batched, gym_id: str, n: int, steps: int, act_scale: float, rtol: float) -> None:
+    rng = np.random.default_rng(0)
+    refs = [gym.make(gym_id).unwrapped for _ in range(n)]
+    env = batched(num_envs=n, dtype=torch.float64)
+    env.reset(seed=0)
+    for i, ref in enumerate(refs):
+        ref.reset(seed=i)
+        # Start both from the same state: copy the reference's initial state into the batched env.
+        env.state[i] = torch.as_tensor(np.asarray(ref.state, dtype=np.float64))
+    for _ in range(steps):
+        # Out-of-range actions on purpose: both must clip them the same way.
+        actions = rng.uniform(-act_scale, act_scale, size=(n, 1)).astype(np.float32)
+        obs, reward, term, trunc, _ = env.step(actions)
+        for i, ref in enumerate(refs):
+            o, r, te, _, _ = ref.step(actions[i])
+            np.testing.assert_allclose(obs[i].numpy(), o, rtol=rtol, atol=1e-5)
+            assert reward[i].item() == pytest.approx(r, rel=rtol, abs=1e-5)
+            assert bool(term[i]) == te
+
+
+def test_pendulum_matches_gymnasium_pendulum_v1() -> None:
+    _trajectories_match(BatchedPendulum, "Pendulum-v1", n=6, steps=150, act_scale=3.0, rtol=1e-5)
+
+
+def test_mountain_car_matches_gymnasium_mountain_car_continuous() -> None:
+    _trajectories_match(
+        BatchedMountainCarContinuous, "MountainCarContinuous-v0", n=4, steps=200, act_scale=1.5, rtol=1e-4
+    )
+
+
+def test_mountain_car_goal_terminates_with_reward() -> None:
+    env = BatchedMountainCarContinuous(num_envs=2)
+    env.reset(seed=0)
+    env.state[:] = torch.tensor([[0.449, 0.05], [-0.5, 0.0]])
+    _, reward, term, _, info = env.step(torch.zeros(2, 1))
+    assert term.tolist() == [True, False]
+    assert reward[0].item() == pytest.approx(100.0)
+    assert info["final_obs"][0, 0].item() >= 0.45
+    assert -0.6 <= env.state[0, 0].item() <= -0.4  # reset in the same step
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_vector_env_api(cls) -> None:
+    env = cls(num_envs=5)
+    assert isinstance(env, gym.vector.VectorEnv)
+    obs, info = env.reset(seed=3)
+    assert obs.shape == (5, *env.single_observation_space.shape)
+    assert env.observation_space.shape == obs.shape
+    assert env.action_space.shape == (5, *env.single_action_space.shape)
+    out = env.step(torch.zeros(env.action_space.shape))
+    assert [x.shape for x in out[:4]] == [obs.shape, (5,), (5,), (5,)]
+    assert out[2].dtype == torch.bool and out[3].dtype == torch.bool
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_same_seed_same_rollout(cls) -> None:
+    def roll(seed: int) -> torch.Tensor:
+        env = cls(num_envs=7)
+        obs, _ = env.reset(seed=seed)
+        g = torch.Generator().manual_seed(1)
+        out = [obs]
+        for _ in range(30):
+            obs, *_ = env.step(torch.rand(env.action_space.shape, generator=g) * 2 - 1)
+            out.append(obs)
+        return torch.stack(out)
+
+    assert torch.equal(roll(0), roll(0))
+    assert not torch.equal(roll(0), roll(1))
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_time_limit_truncates_and_autoresets(cls) -> None:
+    env = cls(num_envs=3, max_episode_steps=5)
+    env.reset(seed=0)
+    zeros = torch.zeros(env.action_space.shape)
+    for _ in range(4):
+        _, _, _, trunc, _ = env.step(zeros)
+        assert not trunc.any()
+    obs, _, _, trunc, info = env.step(zeros)
+    assert trunc.all()
+    assert info["_final_obs"].all()
+    assert not torch.equal(info["final_obs"], obs)  # obs is the first observation of the next episode
+    assert (env.elapsed_steps == 0).all()
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_bad_actions_raise(cls) -> None:
+    env = cls(num_envs=4)
+    env.reset(seed=0)
+    shape = env.action_space.shape
+    with pytest.raises(ValueError, match="shape"):
+        env.step(torch.zeros(3, *shape[1:]))
+    with pytest.raises(ValueError, match="shape"):
+        env.step(torch.zeros(shape[0]))
+    bad = torch.zeros(shape)
+    bad[1, 0] = float("nan")
+    with pytest.raises(ValueError, match="finite"):
+        env.step(bad)
+    with pytest.raises(TypeError, match="actions"):
+        env.step("left")
+
+
+def test_step_before_reset_and_bad_constructor_args() -> None:
+    with pytest.raises(RuntimeError, match="reset"):
+        BatchedPendulum(num_envs=2).step(torch.zeros(2, 1))
+    with pytest.raises(ValueError, match="num_envs"):
+        BatchedPendulum(num_envs=0)
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        BatchedPendulum(num_envs=2, max_episode_steps=0)
+    with pytest.raises(ValueError, match="walls"):
+        PointMassLayout(walls=((0.0, 0.0, -1.0, 1.0),))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-50, 50), st.floats(-50, 50))
+def test_out_of_range_actions_are_clipped(a0: float, a1: float) -> None:
+    env = BatchedDeceptivePointMass(num_envs=1)
+    env.reset(seed=0)
+    twin = BatchedDeceptivePointMass(num_envs=1)
+    twin.reset(seed=0)
+    o1, r1, *_ = env.step(torch.tensor([[a0, a1]]))
+    o2, r2, *_ = twin.step(torch.tensor([[a0, a1]]).clamp(-1, 1))
+    assert torch.equal(o1, o2) and torch.equal(r1, r2)
+
+
+def test_point_mass_matches_its_plain_gymnasium_twin() -> None:
+    rng = np.random.default_rng(0)
+    layout = PointMassLayout(goal=(-1.0, 1.0), goal_radius=0.6)
+    ref = DeceptivePointMassEnv(layout)
+    env = BatchedDeceptivePointMass(num_envs=1, layout=layout, dtype=torch.float64)
+    o_ref, _ = ref.reset(seed=0)
+    env.reset(seed=0)
+    env.state[0, :2] = torch.as_tensor(ref._p)
+    for _ in range(100):
+        a = rng.uniform(-1.5, 1.5, size=(1, 2))
+        o, r, te, tr, _ = env.step(a)
+        o_ref, r_ref, te_ref, tr_ref, _ = ref.step(a[0])
+        if te_ref or tr_ref:
+            assert bool(te[0]) == te_ref and bool(tr[0]) == tr_ref
+            assert r[0].item() == pytest.approx(r_ref)
+            break
+        np.testing.assert_allclose(o[0].numpy(), o_ref, atol=1e-6)
+        assert r[0].item() == pytest.approx(r_ref)
+
+
+def test_point_mass_walls_block_and_goal_terminates() -> None:
+    env = BatchedDeceptivePointMass(num_envs=3)
+    env.reset(seed=0)
+    env.state[:] = torch.tensor(
+        [[-1.98, 2.0, -2.0, 0.0, 0.0], [-3.3, 2.95, 0.0, 0.0, 0.0], [0.8, 0.0, 0.0, 0.0, 0.0]]
+    )
+    _, reward, term, _, _ = env.step(torch.tensor([[-1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+    assert env.state[0, 0].item() == pytest.approx(-1.98) and env.state[0, 2].item() == 0.0  # blocked
+    assert term.tolist() == [False, True, False]
+    assert reward.tolist() == pytest.approx([0.0, 20.0, 0.1])
+
+
+def test_plain_point_mass_passes_gymnasium_env_checker() -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(DeceptivePointMassEnv(), skip_render_check=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_runs_on_cuda() -> None:
+    env = BatchedDeceptivePointMass(num_envs=64, device="cuda")
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(torch.zeros(64, 2, device="cuda"))
+    assert obs.device.type == "cuda"
