@@ -26,6 +26,7 @@ observations.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
@@ -143,6 +144,7 @@ class FTrack(_PerFactorStats):
         horizon: the known horizon ``T`` (>= 3 so that ``log log T`` is defined, and >= the warm-up).
         c: constant of ``f_T`` (official code: 2.5).
         c_exp: exploration constant of the F-UCB fallback.
+        schedule_order: ``"increasing"`` (LP-optimal alignment) or ``"decreasing"`` (official code).
 
     Fitted attributes after ``reset``: ``warmup_rounds``, ``epsilon``; after the warm-up: ``required_`` (the
     ``N_ij``, shape (n_trials, d, K)), ``schedule_actions_`` (n_trials, G, d), ``schedule_counts_`` (n_trials, G),
@@ -150,13 +152,24 @@ class FTrack(_PerFactorStats):
     """
 
     def __init__(
-        self, *, n_arms: int, n_factors: int, sigma: float, horizon: int, c: float = 2.5, c_exp: float = 4.0
+        self,
+        *,
+        n_arms: int,
+        n_factors: int,
+        sigma: float,
+        horizon: int,
+        c: float = 2.5,
+        c_exp: float = 4.0,
+        schedule_order: Literal["increasing", "decreasing"] = "increasing",
     ) -> None:
         super().__init__(n_arms=n_arms, n_factors=n_factors)
         self.sigma = non_negative_float(sigma, "sigma")
         self.horizon = positive_int(horizon, "horizon")
         self.c = non_negative_float(c, "c")
         self.c_exp = positive_float(c_exp, "c_exp")
+        if schedule_order not in ("increasing", "decreasing"):
+            raise ValueError(f"schedule_order must be 'increasing' or 'decreasing', got {schedule_order!r}")
+        self.schedule_order = schedule_order
         if self.horizon < 3:
             raise ValueError(f"horizon must be >= 3 for F-Track (log log T must be defined), got {horizon}")
         self.n0 = math.ceil(math.sqrt(math.log(self.horizon)))
@@ -193,7 +206,7 @@ class FTrack(_PerFactorStats):
         required[np.arange(n)[:, None], np.arange(d)[None, :], best] = 0
         self.required_ = required
         # Schedules differ per trial but are built once, after the warm-up; rounds stay vectorised.
-        per_trial = [aligned_schedule(required[r], best[r], length) for r in range(n)]
+        per_trial = [aligned_schedule(required[r], best[r], length, self.schedule_order) for r in range(n)]
         g_max = max(len(c) for _, c in per_trial)
         acts = np.zeros((n, g_max, d), dtype=np.intp)
         counts = np.zeros((n, g_max), dtype=np.int64)

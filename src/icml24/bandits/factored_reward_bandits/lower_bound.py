@@ -10,16 +10,20 @@ collect those samples is the covering linear program over all ``K^d`` action vec
     subject to sum_{a : a_i = j} N(a) >= r_ij    for every factor i and suboptimal arm j,   N >= 0,
 
 whose value is the leading ``log T`` term of the asymptotic regret lower bound (up to the paper's constants).
-F-Track does not solve it: it lays each factor's suboptimal arms out consecutively, the arm needing the most
-samples first, and reads the action vectors off the aligned columns (:func:`aligned_schedule`). Because
-``mu(a)`` is a product of positive factors, the cost ``-mu(a)`` is submodular in the sorted arms and this
-comonotone alignment solves the program exactly when the counts are real numbers; rounding the counts up adds
-at most one column's cost per change of column. ``tests`` check that equality against ``scipy.optimize.linprog``.
+F-Track does not call an LP solver: it lays each factor's suboptimal arms out back to back on a common
+timeline and reads the action vectors off the aligned columns (:func:`aligned_schedule`). Because ``mu(a)`` is a
+product of positive factors, ``-mu(a)`` is submodular and the *comonotone* alignment, every factor's arms in
+increasing order of mean (so increasing required count, the best arm last), solves the program exactly when the
+counts are real numbers; rounding them up adds at most one column's cost per change of column. The official code
+sorts the other way (decreasing count); that is the same schedule when ``K = 2`` (one suboptimal arm per factor,
+the paper's parallel instance) but not LP-optimal for ``K >= 3``: the tests and the reproduction's ``lp_check``
+measure both against ``scipy.optimize.linprog``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -47,19 +51,24 @@ def required_samples(means: np.ndarray, sigma: float, log_term: float) -> np.nda
 
 
 def aligned_schedule(
-    required: np.ndarray, best: np.ndarray, length: float | None = None
+    required: np.ndarray,
+    best: np.ndarray,
+    length: float | None = None,
+    order: Literal["increasing", "decreasing"] = "increasing",
 ) -> tuple[np.ndarray, np.ndarray]:
     """F-Track's aligned exploration schedule (paper, Algorithm 2; official code ``_create_schedule``).
 
-    For every factor ``i`` the suboptimal arms are laid out back to back on a common timeline, in decreasing
-    order of ``required[i, j]`` (ties: lower arm first), arm ``j`` occupying ``required[i, j]`` slots; the rest
-    of the timeline plays ``best[i]``. Column ``t`` of the resulting ``d x length`` matrix is the action vector
-    of slot ``t``; runs of identical columns are merged.
+    For every factor ``i`` the suboptimal arms are laid out back to back on a common timeline, sorted by
+    ``required[i, j]`` (ties: lower arm first), arm ``j`` occupying ``required[i, j]`` slots; the rest of the
+    timeline plays ``best[i]``. Column ``t`` of the resulting ``d x length`` matrix is the action vector of slot
+    ``t``; runs of identical columns are merged.
 
     Args:
         required: shape (d, K), non-negative counts (integers or reals); ``required[i, best[i]]`` is ignored.
         best: shape (d,), the arm treated as best in each factor.
         length: timeline length; segments past it are cut. ``None``: the longest factor's total.
+        order: ``"increasing"`` (fewest required samples first: the comonotone layout that solves the exploration
+            LP) or ``"decreasing"`` (the official code's layout; identical when ``K = 2``).
 
     Returns:
         ``(actions, counts)``: shape (G, d) distinct consecutive action vectors and shape (G,) their run
@@ -77,9 +86,15 @@ def aligned_schedule(
     req = required.copy()
     req[np.arange(d), best] = 0
     integer = np.issubdtype(req.dtype, np.integer) and (length is None or float(length).is_integer())
-    # Per factor: suboptimal arms sorted by decreasing requirement (stable, so ties keep the lower arm first).
-    order = np.argsort(-req, axis=1, kind="stable")[:, : k - 1]
-    seg_len = np.take_along_axis(req, order, axis=1)
+    if order not in ("increasing", "decreasing"):
+        raise ValueError(f"order must be 'increasing' or 'decreasing', got {order!r}")
+    # Per factor: the suboptimal arms sorted by requirement (stable, so ties keep the lower arm first); the best
+    # arm gets a key that sorts it last so that the first K-1 entries are exactly the suboptimal arms.
+    is_best = np.zeros_like(req, dtype=bool)
+    is_best[np.arange(d), best] = True
+    key = np.where(is_best, np.inf, req if order == "increasing" else -req)
+    arms = np.argsort(key, axis=1, kind="stable")[:, : k - 1]
+    seg_len = np.take_along_axis(req, arms, axis=1)
     seg_end = np.cumsum(seg_len, axis=1)
     total = seg_end[:, -1] if k > 1 else np.zeros(d)
     horizon = float(total.max()) if length is None else float(length)
@@ -96,7 +111,7 @@ def aligned_schedule(
             actions[:, i] = best[i]
             continue
         pos = np.searchsorted(seg_end[i], starts, side="right")
-        actions[:, i] = np.where(pos < k - 1, order[i][np.minimum(pos, k - 2)], best[i])
+        actions[:, i] = np.where(pos < k - 1, arms[i][np.minimum(pos, k - 2)], best[i])
     counts = ends - starts
     # Merge runs of identical consecutive columns (possible when a segment has zero length).
     if starts.size:
