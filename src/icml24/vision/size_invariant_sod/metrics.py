@@ -1,0 +1,356 @@
+"""Standard and size-invariant SOD metrics (Li et al., ICML 2024, Sec. 3-4).
+
+Paper: *Size-invariance Matters: Rethinking Metrics and Losses for Imbalanced Multi-object Salient Object
+Detection*, ICML 2024. https://arxiv.org/abs/2405.09782 · code https://github.com/Ferry-Li/SI-SOD
+
+A pixel-pooled metric decomposes into per-region terms weighted by region size. For MAE, with frames
+``F_0..F_K`` tiling the image, ``MAE = sum_k |F_k|/HW * MAE_k``: a large object dominates and a small one
+can be missed almost for free. The size-invariant (SI) metrics evaluate each object frame separately and
+average with equal weights:
+
+    SI-MAE = (sum_{k=1..K} MAE_k + alpha * MAE_0) / (K + alpha),   alpha = |F_0| / (HW - |F_0|)
+
+(``normalization="code"`` divides by ``K + 1 + alpha`` as the official ``metrics.py`` does; the default
+``K + alpha`` makes SI-MAE a weighted mean and is what ``pysodmetrics.SizeInvarianceMAE`` computes).
+SI-F and SI-AUC average the per-object-frame F-measure and ROC-AUC; the background frame is left out.
+Images without a salient object fall back to the standard metric.
+
+Conventions fixed here (from the official code): F-measure with ``beta^2 = 0.3`` over ``T = 100``
+thresholds ``t_i = i / (T - 1)`` of the min-max normalised prediction (``pred >= t_i``), precision
+``TP / (TP + FP + s)`` and recall ``TP / (P + s)`` with smoothing ``s = 1``; AUC by the trapezoid rule over
+the same thresholds of the raw prediction with ``TPR = TP / (P + s)``, ``FPR = FP / (N + s)``. Pass
+``smoothing=0`` for the unsmoothed quantities. Per-frame AUC is undefined for a frame with one class
+only (e.g. a square object filling its box): such frames are left out of the SI-AUC average.
+
+Every metric is computed for a whole batch at once: frame sums come from summed-area tables and
+per-frame threshold histograms from one ``np.bincount`` over the pixels of all boxes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from .frames import Frames, box_sums, object_frames
+
+__all__ = [
+    "mae",
+    "si_mae",
+    "f_measure",
+    "si_f_measure",
+    "auc",
+    "si_auc",
+    "evaluate",
+    "frame_mae_terms",
+]
+
+BETA2 = 0.3
+"""The F-measure weight beta^2 used across the SOD literature and the official code."""
+
+
+def _to_numpy(x: Any, name: str) -> np.ndarray:
+    if hasattr(x, "detach") and hasattr(x, "cpu"):
+        x = x.detach().cpu().numpy()
+    if not isinstance(x, (np.ndarray, list, tuple)) and not np.isscalar(x):
+        raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(x).__name__}")
+    return np.asarray(x)
+
+
+def _prepare(pred: Any, gt: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Validate and return ``pred`` as float64 ``(B, H, W)``, ``gt`` as bool ``(B, H, W)`` and whether
+    the input was a single ``(H, W)`` map."""
+    p = _to_numpy(pred, "pred")
+    g = _to_numpy(gt, "gt")
+    if p.shape != g.shape:
+        raise ValueError(f"pred and gt must have the same shape, got {p.shape} and {g.shape}")
+    if p.ndim not in (2, 3):
+        raise ValueError(f"pred must be (H, W) or (B, H, W), got shape {p.shape}")
+    if p.size == 0:
+        raise ValueError(f"pred and gt must be non-empty maps, got shape {p.shape}")
+    if p.dtype == bool or not np.issubdtype(p.dtype, np.number):
+        raise TypeError(f"pred must be a real-valued saliency map in [0, 1], got dtype {p.dtype}")
+    p = p.astype(np.float64)
+    if not np.isfinite(p).all():
+        raise ValueError("pred contains non-finite values (NaN or inf)")
+    if p.min() < 0.0 or p.max() > 1.0:
+        raise ValueError(f"pred must lie in [0, 1], got values in [{p.min():.4g}, {p.max():.4g}]")
+    if g.dtype != bool:
+        gf = g.astype(np.float64)
+        if not np.isfinite(gf).all():
+            raise ValueError("gt contains non-finite values (NaN or inf)")
+        if gf.min() < 0.0 or gf.max() > 1.0:
+            raise ValueError(f"gt must be a binary mask with values in [0, 1], got [{gf.min()}, {gf.max()}]")
+        g = gf > 0.5
+    single = p.ndim == 2
+    if single:
+        p, g = p[None], g[None]
+    return p, g, single
+
+
+def _out(values: np.ndarray, single: bool) -> float | np.ndarray:
+    return float(values[0]) if single else values
+
+
+def _frames_for(g: np.ndarray, frames: Frames | None, min_area: int) -> Frames:
+    if frames is None:
+        return object_frames(g, min_area=min_area)
+    if tuple(frames.shape) != g.shape:
+        raise ValueError(f"frames were built for shape {frames.shape}, but gt has shape {g.shape}")
+    return frames
+
+
+def _whole_image_boxes(bsz: int, h: int, w: int) -> np.ndarray:
+    return np.stack([np.arange(bsz), np.zeros(bsz, int), np.full(bsz, h), np.zeros(bsz, int), np.full(bsz, w)], 1)
+
+
+def _thresholds(num: int) -> np.ndarray:
+    if num < 2:
+        raise ValueError(f"num_thresholds must be >= 2, got {num}")
+    return np.arange(num) / (num - 1)
+
+
+def _bin_index(p: np.ndarray, num: int) -> np.ndarray:
+    """Index of the largest threshold ``<= p`` (so ``p >= t_i`` iff ``i <= bin``)."""
+    return np.searchsorted(_thresholds(num), p, side="right") - 1
+
+
+def _frame_histograms(bins: np.ndarray, g: np.ndarray, boxes: np.ndarray, num: int) -> np.ndarray:
+    """``(M, 2, num)`` counts of pixels per (frame, gt class, threshold bin), for overlapping boxes.
+
+    The pixels of every box are enumerated once (total work = sum of box areas) and counted with one
+    ``bincount``; no Python loop over boxes.
+    """
+    _, h, w = bins.shape
+    i, y0, y1, x0, x1 = boxes.T
+    bw = x1 - x0
+    areas = (y1 - y0) * bw
+    total = int(areas.sum())
+    m = len(boxes)
+    if total == 0:
+        return np.zeros((m, 2, num), np.int64)
+    box_id = np.repeat(np.arange(m), areas)
+    local = np.arange(total) - np.repeat(np.cumsum(areas) - areas, areas)
+    bw_r = bw[box_id]
+    rows = y0[box_id] + local // bw_r
+    cols = x0[box_id] + local % bw_r
+    flat = (i[box_id] * h + rows) * w + cols
+    key = (box_id * 2 + g.ravel()[flat]) * num + bins.ravel()[flat]
+    return np.bincount(key, minlength=m * 2 * num).reshape(m, 2, num)
+
+
+def _counts_ge(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """TP_i, FP_i (pixels with ``pred >= t_i``), positives and negatives of each frame."""
+    ge = np.flip(np.cumsum(np.flip(hist, -1), -1), -1).astype(np.float64)
+    return ge[:, 1], ge[:, 0], ge[:, 1, 0], ge[:, 0, 0]
+
+
+def _f_curves(hist: np.ndarray, beta2: float, smoothing: float) -> np.ndarray:
+    tp, fp, pos, _ = _counts_ge(hist)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = tp / (tp + fp + smoothing)
+        rec = tp / (pos[:, None] + smoothing)
+        f = (1 + beta2) * prec * rec / (beta2 * prec + rec)
+    return np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _aucs(hist: np.ndarray, smoothing: float) -> np.ndarray:
+    """Trapezoid ROC-AUC per frame; NaN for frames with a single class (AUC undefined)."""
+    tp, fp, pos, neg = _counts_ge(hist)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpr = tp / (pos[:, None] + smoothing)
+        fpr = fp / (neg[:, None] + smoothing)
+    # FPR is non-increasing in the threshold index: reversing the axis sorts it.
+    out = np.trapezoid(tpr[:, ::-1], fpr[:, ::-1], axis=1)
+    out[(pos == 0) | (neg == 0)] = np.nan
+    return out
+
+
+def _minmax(p: np.ndarray) -> np.ndarray:
+    lo = p.min(axis=(1, 2), keepdims=True)
+    hi = p.max(axis=(1, 2), keepdims=True)
+    # As the official code: (p - min + eps) / (max - min + eps); a constant map stays constant.
+    return np.clip((p - lo + 1e-20) / (hi - lo + 1e-20), 0.0, 1.0)
+
+
+def _frame_mean(values: np.ndarray, img: np.ndarray, bsz: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of per-frame ``values`` (NaN skipped) per image, and the number of valid frames."""
+    ok = ~np.isnan(values)
+    s = np.bincount(img[ok], weights=values[ok], minlength=bsz)
+    c = np.bincount(img[ok], minlength=bsz)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s / c, c
+
+
+# ---------------------------------------------------------------------------------------------- MAE
+
+
+def mae(pred: Any, gt: Any) -> float | np.ndarray:
+    """Mean absolute error ``mean |P - G|`` per image (float for an ``(H, W)`` map, ``(B,)`` otherwise)."""
+    p, g, single = _prepare(pred, gt)
+    return _out(np.abs(p - g).mean(axis=(1, 2)), single)
+
+
+def frame_mae_terms(pred: Any, gt: Any, frames: Frames | None = None, *, min_area: int = 0) -> dict[str, Any]:
+    """The pieces of SI-MAE: per-object-frame MAE ``MAE_k`` (``(M,)``), background ``MAE_0`` and ``alpha``
+    per image (``(B,)``; ``MAE_0`` is NaN where the background frame is empty), and the frames used."""
+    p, g, _ = _prepare(pred, gt)
+    fr = _frames_for(g, frames, min_area)
+    err = np.abs(p - g)
+    obj = box_sums(err, fr.boxes) / fr.box_areas if len(fr.boxes) else np.zeros(0)
+    bg = fr.coverage() == 0
+    bg_area = bg.sum(axis=(1, 2))
+    hw = p.shape[1] * p.shape[2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mae0 = (err * bg).sum(axis=(1, 2)) / bg_area
+        alpha = np.where(fr.n_objects > 0, bg_area / np.maximum(hw - bg_area, 1), 0.0)
+    return {"mae_k": obj, "mae_0": mae0, "alpha": alpha, "frames": fr, "mae": err.mean(axis=(1, 2))}
+
+
+def si_mae(
+    pred: Any,
+    gt: Any,
+    frames: Frames | None = None,
+    *,
+    min_area: int = 0,
+    normalization: Literal["paper", "code"] = "paper",
+) -> float | np.ndarray:
+    """Size-invariant MAE (Sec. 4): per-frame MAE averaged with weight 1 per object and ``alpha`` for the
+    background, ``alpha = |F_0| / (HW - |F_0|)``.
+
+    Args:
+        pred: ``(H, W)`` or ``(B, H, W)`` saliency in [0, 1] (numpy or torch).
+        gt: binary ground truth of the same shape.
+        frames: precomputed :func:`~icml24.vision.size_invariant_sod.frames.object_frames` (else built here).
+        min_area: drop components smaller than this when building frames.
+        normalization: ``"paper"`` divides by ``K + alpha``; ``"code"`` by ``K + 1 + alpha`` (official
+            ``metrics.py``, where the background frame is counted once more).
+    """
+    if normalization not in ("paper", "code"):
+        raise ValueError(f"normalization must be 'paper' or 'code', got {normalization!r}")
+    single = np.ndim(_to_numpy(pred, "pred")) == 2
+    t = frame_mae_terms(pred, gt, frames, min_area=min_area)
+    fr: Frames = t["frames"]
+    bsz = fr.shape[0]
+    k = fr.n_objects.astype(np.float64)
+    obj_sum = np.bincount(fr.boxes[:, 0], weights=t["mae_k"], minlength=bsz) if len(fr.boxes) else np.zeros(bsz)
+    has_bg = ~np.isnan(t["mae_0"])
+    alpha = t["alpha"]
+    num = obj_sum + np.where(has_bg, alpha * np.nan_to_num(t["mae_0"]), 0.0)
+    den = k + alpha + (has_bg.astype(np.float64) if normalization == "code" else 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(fr.n_objects > 0, num / np.where(den > 0, den, 1.0), t["mae"])
+    return _out(out, single)
+
+
+# ---------------------------------------------------------------------------------------- F-measure
+
+
+def _f_aggregate(curves: np.ndarray, aggregate: str) -> np.ndarray:
+    if aggregate == "mean":
+        return curves.mean(axis=1)
+    if aggregate == "max":
+        return curves.max(axis=1)
+    raise ValueError(f"aggregate must be 'mean' or 'max', got {aggregate!r}")
+
+
+def f_measure(
+    pred: Any,
+    gt: Any,
+    *,
+    aggregate: Literal["mean", "max", "curve"] = "mean",
+    beta2: float = BETA2,
+    num_thresholds: int = 100,
+    smoothing: float = 1.0,
+    normalize: bool = True,
+) -> float | np.ndarray:
+    """Standard F-measure over thresholds (mean F, max F, or the ``(B, T)`` curve) of each image."""
+    p, g, single = _prepare(pred, gt)
+    if normalize:
+        p = _minmax(p)
+    bins = _bin_index(p, num_thresholds)
+    hist = _frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds)
+    curves = _f_curves(hist, beta2, smoothing)
+    if aggregate == "curve":
+        return curves[0] if single else curves
+    return _out(_f_aggregate(curves, aggregate), single)
+
+
+def si_f_measure(
+    pred: Any,
+    gt: Any,
+    frames: Frames | None = None,
+    *,
+    aggregate: Literal["mean", "max"] = "mean",
+    min_area: int = 0,
+    beta2: float = BETA2,
+    num_thresholds: int = 100,
+    smoothing: float = 1.0,
+    normalize: bool = True,
+) -> float | np.ndarray:
+    """Size-invariant F-measure: the F-measure (mean or max over thresholds) of each object frame,
+    averaged over the object frames of the image; the standard F-measure where there is no object."""
+    p, g, single = _prepare(pred, gt)
+    fr = _frames_for(g, frames, min_area)
+    if normalize:
+        p = _minmax(p)
+    bins = _bin_index(p, num_thresholds)
+    whole = _f_aggregate(
+        _f_curves(_frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds), beta2, smoothing),
+        aggregate,
+    )
+    if len(fr.boxes) == 0:
+        return _out(whole, single)
+    per = _f_aggregate(_f_curves(_frame_histograms(bins, g, fr.boxes, num_thresholds), beta2, smoothing), aggregate)
+    mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
+    return _out(np.where(count > 0, mean, whole), single)
+
+
+# ---------------------------------------------------------------------------------------------- AUC
+
+
+def auc(pred: Any, gt: Any, *, num_thresholds: int = 100, smoothing: float = 1.0) -> float | np.ndarray:
+    """Pixel ROC-AUC of each image by the trapezoid rule over ``num_thresholds`` thresholds (NaN when the
+    image has a single class)."""
+    p, g, single = _prepare(pred, gt)
+    bins = _bin_index(p, num_thresholds)
+    hist = _frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds)
+    return _out(_aucs(hist, smoothing), single)
+
+
+def si_auc(
+    pred: Any,
+    gt: Any,
+    frames: Frames | None = None,
+    *,
+    min_area: int = 0,
+    num_thresholds: int = 100,
+    smoothing: float = 1.0,
+) -> float | np.ndarray:
+    """Size-invariant AUC: ROC-AUC inside each object frame averaged over the image's object frames
+    (frames with one class only are skipped; the image AUC is used when no frame is usable)."""
+    p, g, single = _prepare(pred, gt)
+    fr = _frames_for(g, frames, min_area)
+    bins = _bin_index(p, num_thresholds)
+    whole = _aucs(_frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds), smoothing)
+    if len(fr.boxes) == 0:
+        return _out(whole, single)
+    per = _aucs(_frame_histograms(bins, g, fr.boxes, num_thresholds), smoothing)
+    mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
+    return _out(np.where(count > 0, mean, whole), single)
+
+
+def evaluate(pred: Any, gt: Any, *, min_area: int = 0) -> dict[str, float]:
+    """All six metrics (standard and SI versions of MAE, mean F-measure, AUC), averaged over the batch
+    (NaN entries, e.g. AUC of a single-class image, skipped)."""
+    p, g, _ = _prepare(pred, gt)
+    fr = object_frames(g, min_area=min_area)
+    vals = {
+        "mae": mae(p, g),
+        "si_mae": si_mae(p, g, fr),
+        "f_mean": f_measure(p, g),
+        "si_f_mean": si_f_measure(p, g, fr),
+        "auc": auc(p, g),
+        "si_auc": si_auc(p, g, fr),
+    }
+    return {k: float(np.nanmean(np.atleast_1d(v))) for k, v in vals.items()}

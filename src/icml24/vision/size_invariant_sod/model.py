@@ -1,0 +1,48 @@
+"""A tiny U-Net saliency network, the miniature stand-in for PoolNet/EDN/ICON/GateNet backbones used
+by Li et al. (ICML 2024, https://arxiv.org/abs/2405.09782): an encoder-decoder with skip connections that
+outputs one saliency logit per pixel."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["TinyUNet"]
+
+
+def _block(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+        nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+    )  # fmt: skip
+
+
+class TinyUNet(nn.Module):
+    """U-Net with ``depth`` scales and ``width * 2**s`` channels at scale ``s``; returns ``(B, 1, H, W)``
+    logits. ``H`` and ``W`` must be divisible by ``2**(depth-1)``.
+
+    Args:
+        in_channels: input channels (3 for RGB).
+        width: channels at full resolution.
+        depth: number of scales.
+    """
+
+    def __init__(self, *, in_channels: int = 3, width: int = 8, depth: int = 3) -> None:
+        super().__init__()
+        if depth < 1 or width < 1:
+            raise ValueError(f"depth and width must be >= 1, got {depth}, {width}")
+        ch = [width * 2**s for s in range(depth)]
+        self.down = nn.ModuleList([_block(in_channels if s == 0 else ch[s - 1], ch[s]) for s in range(depth)])
+        self.up = nn.ModuleList([nn.ConvTranspose2d(ch[s + 1], ch[s], 2, stride=2) for s in range(depth - 1)])
+        self.dec = nn.ModuleList([_block(2 * ch[s], ch[s]) for s in range(depth - 1)])
+        self.head = nn.Conv2d(ch[0], 1, 1)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skips = []
+        for s, blk in enumerate(self.down):
+            x = blk(x if s == 0 else self.pool(x))
+            skips.append(x)
+        for s in reversed(range(len(self.up))):
+            x = self.dec[s](torch.cat([self.up[s](x), skips[s]], 1))
+        return self.head(x)
