@@ -15,6 +15,7 @@ from icml24.conformal import (
     lac_scores,
     prediction_sets,
     raps_scores,
+    sets_from_probs,
 )
 
 
@@ -151,3 +152,33 @@ def test_wrapper_is_a_sklearn_estimator_and_deterministic():
     np.testing.assert_array_equal(a, b)
     assert a.shape == (60, 3) and a.dtype == bool
     assert cp.n_calibration_ == 60 and np.isfinite(cp.qhat_)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    probs_and_labels(max_n=40, max_k=9),
+    st.sampled_from(["lac", "aps", "raps"]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([0.0, 0.02, 0.3]),
+    st.integers(0, 4),
+    st.integers(0, 2**31),
+    st.booleans(),
+)
+def test_fast_sets_equal_score_matrix_sets(data, score, randomized, allow_empty, lam, k_reg, seed, f32):
+    """sets_from_probs (sorted values, no argsort) == prediction_sets(score matrix), ties included."""
+    p, y = data
+    if f32:
+        p = p.astype(np.float32)
+    kw = {"randomized": randomized, "rng": seed}
+    if score == "lac":
+        mat = lac_scores(p)
+    elif score == "aps":
+        mat = aps_scores(p, **kw)
+    else:
+        mat = raps_scores(p, lam=lam, k_reg=k_reg, **kw)
+    # thresholds at, between and beyond the matrix's own values (the exact-tie cases matter most)
+    for q in (*np.unique(mat)[:: max(1, mat.size // 7)], 0.5, -1.0, np.inf):
+        want = prediction_sets(mat, q, allow_empty=allow_empty)
+        got = sets_from_probs(p, q, score=score, lam=lam, k_reg=k_reg, allow_empty=allow_empty, **kw)
+        np.testing.assert_array_equal(got, want)

@@ -2,7 +2,7 @@
 scikit-learn wrapper) used by the papers of this field (``rob_fcp``, ``conformal_decision_sets``)."""
 
 from icml24.conformal._validation import check_alpha, check_labels, check_probs
-from icml24.conformal.calibration import conformal_quantile, conformal_rank, prediction_sets
+from icml24.conformal.calibration import conformal_quantile, conformal_rank, prediction_sets, sets_from_probs
 from icml24.conformal.metrics import (
     StratifiedCoverage,
     class_conditional_coverage,
@@ -35,6 +35,7 @@ __all__ = [
     "raps_scores",
     "score_function",
     "set_sizes",
+    "sets_from_probs",
     "size_stratified_coverage",
     "size_stratified_coverage_violation",
 ]

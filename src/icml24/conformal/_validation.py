@@ -13,6 +13,16 @@ PROBS_ATOL: float = 1e-4
 thousands of classes, narrow enough to catch unnormalised scores or logits passed by mistake."""
 
 
+BLOCK_ELEMENTS: int = 1 << 17
+"""Elements per row block (1 MiB of float64) in the blocked loops: small enough to stay in L2 cache, large
+enough that the Python overhead per block is negligible."""
+
+
+def block_rows(n_classes: int) -> int:
+    """Rows per block for a matrix with ``n_classes`` columns."""
+    return max(1, BLOCK_ELEMENTS // max(1, n_classes))
+
+
 def check_alpha(alpha: float, name: str = "alpha") -> float:
     """Return ``alpha`` as a float after checking that it is a real number strictly inside (0, 1)."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
@@ -30,6 +40,15 @@ def check_probs(probs: object, *, name: str = "probs", atol: float = PROBS_ATOL)
     differs from 1 by more than ``atol``. float32 and float64 inputs keep their dtype (no copy); other
     numeric inputs are converted to float64.
     """
+    arr = as_probs_array(probs, name=name)
+    step = block_rows(arr.shape[1])
+    for start in range(0, arr.shape[0], step):
+        check_probs_block(arr[start : start + step], start, name=name, atol=atol)
+    return arr
+
+
+def as_probs_array(probs: object, *, name: str = "probs") -> np.ndarray:
+    """Dtype and shape checks of :func:`check_probs` only (the values are checked block by block)."""
     arr = np.asarray(probs)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         raise TypeError(f"{name} must be a numeric array of shape (n_samples, n_classes), got dtype {arr.dtype}")
@@ -39,23 +58,33 @@ def check_probs(probs: object, *, name: str = "probs", atol: float = PROBS_ATOL)
         raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {arr.shape}")
     if arr.shape[1] < 1:
         raise ValueError(f"{name} must have at least one class column, got shape {arr.shape}")
-    if arr.shape[0] == 0:
-        return arr
-    # One pass for the row sums catches NaN and +-inf too (they propagate into the sum).
-    row_sums = arr.sum(axis=1, dtype=np.float64)
+    return arr
+
+
+def check_probs_block(blk: np.ndarray, start: int, *, name: str = "probs", atol: float = PROBS_ATOL) -> None:
+    """Value checks of :func:`check_probs` on a block of rows that begins at row ``start``.
+
+    Callers loop over cache-sized blocks and compute on each block right after checking it, so the data
+    is read from RAM once. NaN and +-inf propagate into the row sums, so one test catches them.
+    """
+    if blk.shape[0] == 0:
+        return
+    # einsum row sums: faster than sum(axis=1) on short rows, and no BLAS threads (gemv oversubscribes a
+    # loaded machine and was 20x slower in our benchmark)
+    row_sums = np.einsum("ij->i", blk)
     if not np.isfinite(row_sums).all():
-        bad = int(np.flatnonzero(~np.isfinite(row_sums))[0])
+        bad = start + int(np.flatnonzero(~np.isfinite(row_sums))[0])
         raise ValueError(f"{name} contains NaN or infinite values (first in row {bad})")
-    if arr.min() < 0:
-        bad = int(np.flatnonzero((arr < 0).any(axis=1))[0])
+    if blk.min() < 0:
+        bad = start + int(np.flatnonzero((blk < 0).any(axis=1))[0])
         raise ValueError(f"{name} contains negative probabilities (first in row {bad})")
     dev = np.abs(row_sums - 1.0)
-    if dev.max() > atol:
-        bad = int(np.argmax(dev))
+    worst = int(np.argmax(dev))
+    if dev[worst] > atol:
         raise ValueError(
-            f"rows of {name} must sum to 1 (tolerance {atol:g}); row {bad} sums to {row_sums[bad]:.6g}"
+            f"rows of {name} must sum to 1 (tolerance {atol:g}); row {start + worst} sums to "
+            f"{float(row_sums[worst]):.6g}"
         )
-    return arr
 
 
 def check_labels(

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from icml24.conformal._validation import check_alpha
+from icml24.conformal._validation import as_probs_array, block_rows, check_alpha, check_probs_block, check_rng
+from icml24.conformal.scores import SCORES, check_raps_params
 
-__all__ = ["conformal_quantile", "conformal_rank", "prediction_sets"]
+__all__ = ["conformal_quantile", "conformal_rank", "prediction_sets", "sets_from_probs"]
 
 
 def conformal_rank(n: int, alpha: float) -> int:
@@ -86,4 +87,110 @@ def prediction_sets(score_matrix: np.ndarray, qhat: float, *, allow_empty: bool 
         if empty.any():
             rows = np.flatnonzero(empty)
             sets[rows, np.argmin(S[rows], axis=1)] = True
+    return sets
+
+
+def sets_from_probs(
+    probs: np.ndarray,
+    qhat: float,
+    *,
+    score: str = "lac",
+    lam: float = 0.01,
+    k_reg: int = 5,
+    randomized: bool = False,
+    rng: np.random.Generator | int | None = None,
+    allow_empty: bool = True,
+) -> np.ndarray:
+    """Prediction sets straight from probabilities: the same boolean (n, K) matrix as
+    ``prediction_sets(score_fn(probs, ...), qhat, allow_empty=...)``, computed faster.
+
+    Why it is faster: APS/RAPS scores increase along the ranking, so each set is the top ``m`` labels,
+    where ``m`` counts the ranked scores ``<= qhat``. That needs the *sorted values* of each row (a SIMD
+    sort) but not the sorting *permutation* (a stable argsort, ~10x slower): the set is every label with
+    ``p > t`` plus, among labels tied at ``t`` (the ``m``-th largest probability), the lowest class
+    indices, exactly as the stable ranking of the score functions orders them. Rows are processed in
+    cache-sized blocks. The same ``rng`` draws the same ``U`` as the score functions.
+    """
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    p = as_probs_array(probs)
+    lam, k_reg = check_raps_params(lam, k_reg)
+    q = float(qhat)
+    if math.isnan(q):
+        raise ValueError("qhat is NaN")
+    n, n_classes = p.shape
+    out = np.empty((n, n_classes), dtype=bool)
+    u = check_rng(rng).random(n) if (randomized and score != "lac") else None
+    if score == "aps":
+        lam = 0.0
+    penalty = lam * np.maximum(0, np.arange(1, n_classes + 1) - k_reg)[None, :] if lam > 0 else None
+    lac_cut = _lac_cut(q, p.dtype) if score == "lac" else None
+    step = block_rows(n_classes)
+    # Check each block, then compute on it while it is in cache: one read of the probabilities from RAM.
+    for start in range(0, n, step):
+        sl = slice(start, start + step)
+        blk = p[sl]
+        check_probs_block(blk, start)
+        if lac_cut is not None:
+            np.greater_equal(blk, lac_cut, out=out[sl])
+            if not allow_empty:
+                _fill_empty_with_top(out[sl], blk)
+        else:
+            out[sl] = _ranked_prefix_sets(blk, q, None if u is None else u[sl], penalty, allow_empty)
+    return out
+
+
+def _lac_cut(q: float, dtype: np.dtype) -> np.floating:
+    """The smallest ``c`` of ``dtype`` with ``fl(1 - c) <= q``, so that ``p >= c`` is *exactly*
+    ``lac_scores(p) <= q`` in floating point (``fl(1 - p)`` is monotone in ``p``), at one comparison per
+    entry instead of a subtraction, a temporary and a comparison."""
+    one = dtype.type(1.0)
+    qd = np.array(q).astype(dtype) if math.isfinite(q) else dtype.type(q)  # how `S <= q` casts q
+
+    def inside(c):
+        return (one - c) <= qd
+
+    if math.isinf(q):
+        return dtype.type(-np.inf) if q > 0 else dtype.type(np.inf)
+    c = one - qd
+    while not inside(c):
+        c = np.nextafter(c, dtype.type(np.inf))
+    while inside(np.nextafter(c, dtype.type(-np.inf))):
+        c = np.nextafter(c, dtype.type(-np.inf))
+    return c
+
+
+def _fill_empty_with_top(sets: np.ndarray, p: np.ndarray) -> None:
+    empty = ~sets.any(axis=1)
+    if empty.any():
+        rows = np.flatnonzero(empty)
+        sets[rows, np.argmax(p[rows], axis=1)] = True
+
+
+def _ranked_prefix_sets(
+    p: np.ndarray, q: float, u: np.ndarray | None, penalty: np.ndarray | None, allow_empty: bool
+) -> np.ndarray:
+    # The same float operations, in the same order, as scores._score_matrix: identical thresholds.
+    sorted_p = -np.sort(-p, axis=1)
+    sorted_p = sorted_p.astype(np.float64, copy=False)
+    ranked = np.cumsum(sorted_p, axis=1)
+    if u is not None:
+        ranked -= (1.0 - u)[:, None] * sorted_p
+    if penalty is not None:
+        ranked += penalty
+    m = np.count_nonzero(ranked <= q, axis=1)
+    if not allow_empty:
+        m = np.maximum(m, 1)
+    rows = np.arange(p.shape[0])
+    t = np.where(m > 0, sorted_p[rows, np.maximum(m - 1, 0)], np.inf).astype(p.dtype)
+    sets = p > t[:, None]
+    need = m - np.count_nonzero(sets, axis=1)
+    tied = p == t[:, None]
+    n_tied = np.count_nonzero(tied, axis=1)
+    partial = np.flatnonzero(n_tied > need)
+    if partial.size:
+        # Only the first `need` tied labels (lowest class index) make the cut.
+        sub = tied[partial]
+        tied[partial] = sub & (np.cumsum(sub, axis=1) <= need[partial, None])
+    sets |= tied
     return sets

@@ -18,8 +18,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from icml24.conformal._validation import check_alpha, check_rng
-from icml24.conformal.calibration import conformal_quantile, prediction_sets
+from icml24.conformal._validation import check_alpha, check_labels, check_rng
+from icml24.conformal.calibration import conformal_quantile, sets_from_probs
 from icml24.conformal.scores import SCORES, aps_scores, lac_scores, raps_scores
 
 __all__ = ["SplitConformalClassifier"]
@@ -109,7 +109,16 @@ class SplitConformalClassifier(BaseEstimator):
         """Boolean (n, n_classes) prediction sets; column ``k`` is ``classes_[k]``."""
         check_is_fitted(self, "qhat_", msg="call calibrate(X_cal, y_cal) before predict_sets")
         probs = self.estimator_.predict_proba(X)
-        return prediction_sets(self._scores(probs, None), self.qhat_, allow_empty=self.allow_empty)
+        return sets_from_probs(
+            probs,
+            self.qhat_,
+            score=self.score,
+            lam=self.lam,
+            k_reg=self.k_reg,
+            randomized=self.randomized,
+            rng=self.rng_ if self.randomized else None,
+            allow_empty=self.allow_empty,
+        )
 
     def predict_proba(self, X) -> np.ndarray:
         """The wrapped estimator's probabilities."""
@@ -146,6 +155,10 @@ class SplitConformalClassifier(BaseEstimator):
             raise TypeError("the estimator must expose classes_ after fitting")
         self.classes_ = np.asarray(classes)
         self.n_classes_ = int(self.classes_.shape[0])
+        # classes 0..K-1 (the common case): labels are already column indices, no lookup needed
+        self._classes_are_indices = bool(
+            np.issubdtype(self.classes_.dtype, np.integer) and np.array_equal(self.classes_, np.arange(self.n_classes_))
+        )
 
     def _encode(self, y) -> np.ndarray:
         y = np.asarray(y)
@@ -153,6 +166,8 @@ class SplitConformalClassifier(BaseEstimator):
             raise ValueError(f"y_cal must be 1-D, got shape {y.shape}")
         if y.shape[0] == 0:
             raise ValueError("the calibration set is empty: calibrate needs at least one sample")
+        if self._classes_are_indices and np.issubdtype(y.dtype, np.integer):
+            return check_labels(y, self.n_classes_, name="y_cal")
         order = np.argsort(self.classes_)
         sorted_classes = self.classes_[order]
         pos = np.clip(np.searchsorted(sorted_classes, y), 0, self.n_classes_ - 1)
@@ -162,7 +177,7 @@ class SplitConformalClassifier(BaseEstimator):
             raise ValueError(f"y_cal contains labels not among the classes {self.classes_.tolist()}: {bad}")
         return order[pos]
 
-    def _scores(self, probs: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
+    def _scores(self, probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
         rng = self.rng_ if self.randomized else None
         if self.score == "lac":
             return lac_scores(probs, labels)

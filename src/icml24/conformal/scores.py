@@ -25,7 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from icml24.conformal._validation import check_labels, check_probs, check_rng
+from icml24.conformal._validation import (
+    as_probs_array,
+    block_rows,
+    check_labels,
+    check_probs,
+    check_probs_block,
+    check_rng,
+)
 
 __all__ = ["SCORES", "aps_scores", "lac_scores", "raps_scores", "score_function"]
 
@@ -44,11 +51,22 @@ def lac_scores(probs: np.ndarray, labels: np.ndarray | None = None) -> np.ndarra
         >>> lac_scores(np.array([[0.7, 0.2, 0.1]]), np.array([1]))
         array([0.8])
     """
-    p = check_probs(probs)
-    if labels is None:
-        return 1.0 - p
-    y = check_labels(labels, p.shape[1], n_samples=p.shape[0])
-    return 1.0 - p[np.arange(p.shape[0]), y]
+    p = as_probs_array(probs)
+    n, n_classes = p.shape
+    y = None if labels is None else check_labels(labels, n_classes, n_samples=n)
+    out = np.empty((n, n_classes) if y is None else (n,), dtype=p.dtype)
+    step = block_rows(n_classes)
+    rows = np.arange(min(step, n))
+    # Check a block and use it while it is in cache: the probabilities are read from RAM once.
+    for start in range(0, n, step):
+        sl = slice(start, start + step)
+        blk = p[sl]
+        check_probs_block(blk, start)
+        if y is None:
+            np.subtract(1.0, blk, out=out[sl])
+        else:
+            out[sl] = 1.0 - blk[rows[: blk.shape[0]], y[sl]]
+    return out
 
 
 def aps_scores(
@@ -102,33 +120,52 @@ def raps_scores(
     Returns:
         (n,) scores of the given labels, or the (n, K) score matrix.
     """
-    p = check_probs(probs)
+    p = as_probs_array(probs)
+    lam, k_reg = check_raps_params(lam, k_reg)
+    n, n_classes = p.shape
+    y = None if labels is None else check_labels(labels, n_classes, n_samples=n)
+    u = check_rng(rng).random(n) if randomized else None
+    if y is not None:
+        return _label_scores(p, y, lam, k_reg, u)
+    return _score_matrix(check_probs(p), lam, k_reg, u)
+
+
+def check_raps_params(lam: float, k_reg: int) -> tuple[float, int]:
+    """Validate the RAPS penalty ``lam >= 0`` and ``k_reg`` (integer >= 0)."""
+    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise TypeError(f"lam must be a real number >= 0, got {type(lam).__name__}")
     lam = float(lam)
     if not np.isfinite(lam) or lam < 0:
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
     if isinstance(k_reg, bool) or not isinstance(k_reg, (int, np.integer)) or k_reg < 0:
         raise ValueError(f"k_reg must be an integer >= 0, got {k_reg!r}")
-    n, n_classes = p.shape
-    u = check_rng(rng).random(n) if randomized else None
-    if labels is not None:
-        y = check_labels(labels, n_classes, n_samples=n)
-        return _label_scores(p, y, lam, int(k_reg), u)
-    return _score_matrix(p, lam, int(k_reg), u)
+    return lam, int(k_reg)
 
 
 def _label_scores(p: np.ndarray, y: np.ndarray, lam: float, k_reg: int, u: np.ndarray | None) -> np.ndarray:
     # O(nK) without sorting: label j ranks above y iff p_j > p_y, or p_j == p_y and j < y (stable order).
-    rows = np.arange(p.shape[0])
-    p_y = p[rows, y].astype(np.float64)
-    above = p > p_y[:, None].astype(p.dtype)
-    tied = p == p_y[:, None].astype(p.dtype)
-    tied &= np.arange(p.shape[1])[None, :] < y[:, None]
-    above |= tied
-    rho = np.einsum("ij,ij->i", p.astype(np.float64, copy=False), above)
+    # Row blocks keep the boolean masks in cache.
+    n, n_classes = p.shape
+    p_y = np.empty(n, dtype=p.dtype)
+    rho = np.empty(n)
+    rank = np.empty(n, dtype=np.int64) if lam > 0 else None
+    cols = np.arange(n_classes)
+    step = block_rows(n_classes)
+    for start in range(0, n, step):
+        sl = slice(start, start + step)
+        blk = p[sl]
+        p_y[sl] = blk[np.arange(blk.shape[0]), y[sl]]
+        py = p_y[sl, None]
+        check_probs_block(blk, start)
+        above = blk > py
+        above |= (blk == py) & (cols < y[sl, None])
+        rho[sl] = np.einsum("ij,ij->i", blk, above, dtype=np.float64)
+        if rank is not None:
+            rank[sl] = above.sum(axis=1) + 1
+    p_y = p_y.astype(np.float64)
     scores = rho + (p_y if u is None else u * p_y)
-    if lam > 0:
-        rank = above.sum(axis=1) + 1
-        scores = scores + lam * np.maximum(0, rank - k_reg)
+    if rank is not None:
+        scores += lam * np.maximum(0, rank - k_reg)
     return scores
 
 
