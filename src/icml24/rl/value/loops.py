@@ -1,0 +1,71 @@
+"""Training loops over Gymnasium environments (one gradient step per env step, as the papers' code)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from icml24.rl.value.dqn import DQNAgent
+from icml24.rl.value.networks import ActionGrid
+
+
+def train_dqn(
+    env: Any,
+    agent: DQNAgent,
+    *,
+    steps: int,
+    seed: int,
+    grid: ActionGrid | None = None,
+    max_episode_steps: int | None = None,
+) -> dict[str, Any]:
+    """Run ``agent`` on a single Gymnasium ``env`` for ``steps`` env steps with one update per step.
+
+    ``grid`` maps the agent's action index to the env's continuous action (discretised control). Episodes
+    end on ``terminated or truncated``; only ``terminated`` cuts the bootstrap. ``max_episode_steps``
+    truncates earlier than the env's own limit (the official script caps episodes at 100 steps).
+    Returns the undiscounted episode returns, their end steps, wall time per env step (timed once the buffer
+    holds a minibatch, so every timed step updates) and Q evaluations per step.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    obs, _ = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    ep_ret, ep_len = 0.0, 0
+    returns: list[float] = []
+    ends: list[int] = []
+    update_time = 0.0
+    timed_steps = 0
+    start = None
+    for t in range(steps):
+        if start is None and len(agent.buffer) >= agent.batch_size:
+            start = time.perf_counter()  # time only the steady state: every step acts greedily-or-not and updates
+        a = agent.act(obs)
+        env_action = grid.index_to_action(a).astype(np.float32) if grid is not None else a
+        obs2, r, term, trunc, _ = env.step(env_action)
+        ep_len += 1
+        if max_episode_steps is not None and ep_len >= max_episode_steps:
+            trunc = True
+        agent.store(obs, a, float(r), obs2, bool(term))
+        u0 = time.perf_counter()
+        agent.update()
+        if start is not None:
+            update_time += time.perf_counter() - u0
+            timed_steps += 1
+        ep_ret += float(r)
+        obs = obs2
+        if term or trunc:
+            returns.append(ep_ret)
+            ends.append(t + 1)
+            ep_ret, ep_len = 0.0, 0
+            obs, _ = env.reset()
+    wall = time.perf_counter() - start if start is not None else 0.0
+    timed_steps = max(timed_steps, 1)
+    return {
+        "episode_returns": returns,
+        "episode_end_steps": ends,
+        "seconds_per_step": wall / timed_steps,
+        "update_seconds_per_step": update_time / timed_steps,
+        "evaluations_per_step": agent.evaluations / steps,
+    }

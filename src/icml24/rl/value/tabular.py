@@ -1,0 +1,228 @@
+"""Tabular MDPs, exact dynamic programming and batched tabular Q-learning.
+
+:class:`TabularMDP` holds ``P(s'|s,a)``, the transition reward ``R(s,a,s')`` and a terminal flag
+``T(s,a,s')`` (entering a terminal state ends the episode: no bootstrap). :func:`value_iteration` and
+:func:`policy_evaluation` are the exact references; :func:`q_learning` runs ``n_runs`` independent
+Q-learners in lock-step (one row of a ``(n_runs, S, A)`` table each), so a 20-seed experiment is one numpy
+loop over time, not over seeds. The maximisation in the Bellman target and in the greedy policy is a
+pluggable :class:`Maximizer`: exact (Watkins' Q-learning, Double Q-learning) or stochastic
+(:mod:`icml24.rl.stochastic_q`), from the same code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+def check_gamma(gamma: float, *, allow_one: bool = True) -> float:
+    """Validate a discount factor (``[0, 1]`` or ``[0, 1)``)."""
+    if not isinstance(gamma, (int, float, np.floating)) or not np.isfinite(gamma):
+        raise TypeError(f"gamma must be a finite number, got {gamma!r}")
+    if gamma < 0 or gamma > 1 or (not allow_one and gamma == 1):
+        raise ValueError(f"gamma must be in [0, 1{']' if allow_one else ')'}, got {gamma}")
+    return float(gamma)
+
+
+@dataclass(frozen=True)
+class TabularMDP:
+    """A finite MDP with transition rewards and terminal transitions."""
+
+    P: np.ndarray
+    """``(S, A, S)`` transition probabilities; rows sum to 1."""
+    R: np.ndarray
+    """``(S, A, S)`` reward received on the transition ``s -a-> s'``."""
+    terminal: np.ndarray
+    """``(S, A, S)`` bool: the transition ends the episode (no bootstrap from ``s'``)."""
+    start: np.ndarray
+    """``(S,)`` initial-state distribution."""
+
+    def __post_init__(self) -> None:
+        P = np.asarray(self.P, dtype=np.float64)
+        if P.ndim != 3 or P.shape[0] != P.shape[2]:
+            raise ValueError(f"P must have shape (S, A, S), got {P.shape}")
+        if np.any(P < 0) or not np.allclose(P.sum(-1), 1.0, atol=1e-9):
+            raise ValueError("every row P[s, a, :] must be a probability distribution")
+        for name in ("R", "terminal"):
+            if np.shape(getattr(self, name)) != P.shape:
+                raise ValueError(f"{name} must have shape {P.shape}, got {np.shape(getattr(self, name))}")
+        start = np.asarray(self.start, dtype=np.float64)
+        if start.shape != (P.shape[0],) or not np.isclose(start.sum(), 1.0) or np.any(start < 0):
+            raise ValueError(f"start must be a distribution over {P.shape[0]} states")
+        object.__setattr__(self, "P", P)
+        object.__setattr__(self, "R", np.asarray(self.R, dtype=np.float64))
+        object.__setattr__(self, "terminal", np.asarray(self.terminal, dtype=bool))
+        object.__setattr__(self, "start", start)
+
+    @property
+    def n_states(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def n_actions(self) -> int:
+        return self.P.shape[1]
+
+    def step(self, s: np.ndarray, a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        """Sample ``s' ~ P(.|s, a)`` for a batch: returns ``(s', r, terminated)``."""
+        cdf = np.cumsum(self.P[s, a], axis=-1)
+        u = rng.random(s.shape)[:, None]
+        s2 = np.minimum((u >= cdf).sum(-1), self.n_states - 1)
+        return s2, self.R[s, a, s2], self.terminal[s, a, s2]
+
+    def reset(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.choice(self.n_states, size=size, p=self.start)
+
+
+def bellman_optimality(mdp: TabularMDP, Q: np.ndarray, gamma: float) -> np.ndarray:
+    """``(T Q)(s,a) = sum_s' P(s'|s,a) [R(s,a,s') + gamma (1 - T) max_a' Q(s', a')]``."""
+    v = Q.max(-1)
+    return np.einsum("ijk,ijk->ij", mdp.P, mdp.R + gamma * (~mdp.terminal) * v[None, None, :])
+
+
+def value_iteration(mdp: TabularMDP, gamma: float, *, tol: float = 1e-10, max_iter: int = 100_000) -> np.ndarray:
+    """Optimal ``Q*`` of the cumulative discounted return by value iteration."""
+    check_gamma(gamma)
+    Q = np.zeros((mdp.n_states, mdp.n_actions))
+    for _ in range(max_iter):
+        Q_new = bellman_optimality(mdp, Q, gamma)
+        if np.max(np.abs(Q_new - Q)) < tol:
+            return Q_new
+        Q = Q_new
+    return Q
+
+
+def policy_evaluation(mdp: TabularMDP, policy: np.ndarray, gamma: float, *, horizon: int | None = None) -> np.ndarray:
+    """``V^pi`` of a deterministic policy ``(S,)`` or stochastic policy ``(S, A)``.
+
+    With ``horizon`` the value of the first ``horizon`` steps (finite-horizon backward recursion); otherwise
+    the infinite-horizon value by a linear solve (``gamma < 1``, or a proper policy).
+    """
+    check_gamma(gamma)
+    pi = np.asarray(policy)
+    if pi.ndim == 1:
+        pi = np.eye(mdp.n_actions)[pi]
+    if pi.shape != (mdp.n_states, mdp.n_actions):
+        raise ValueError(f"policy must be (S,) or (S, A) = {(mdp.n_states, mdp.n_actions)}, got {pi.shape}")
+    P_pi = np.einsum("sa,sak->sk", pi, mdp.P * (~mdp.terminal))
+    r_pi = np.einsum("sa,sak->s", pi, mdp.P * mdp.R)
+    if horizon is not None:
+        v = np.zeros(mdp.n_states)
+        for _ in range(horizon):
+            v = r_pi + gamma * P_pi @ v
+        return v
+    return np.linalg.solve(np.eye(mdp.n_states) - gamma * P_pi, r_pi)
+
+
+class Maximizer(Protocol):
+    """``(Q_rows (B, A), states (B,), rng) -> (max value (B,), argmax (B,), evaluations)``."""
+
+    def __call__(self, q: np.ndarray, states: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]: ...
+
+
+def exact_max(q: np.ndarray, states: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+    """The exact max/argmax over all ``A`` actions (``B * A`` evaluations); ties to the lowest index."""
+    a = q.argmax(-1)
+    return np.take_along_axis(q, a[:, None], 1)[:, 0], a, q.size
+
+
+@dataclass(frozen=True)
+class QLearningConfig:
+    """Hyper-parameters of batched tabular (Double) Q-learning."""
+
+    gamma: float = 0.99
+    """Discount factor."""
+    alpha: float = 0.1
+    """Constant step size."""
+    epsilon: float = 0.1
+    """Probability of a uniformly random action (epsilon-greedy behaviour)."""
+    q_init: float = 0.0
+    """Initial value of every table entry (optimistic when above the largest return)."""
+    horizon: int = 100
+    """Episodes are truncated after this many steps (truncation bootstraps; termination does not)."""
+    double: bool = False
+    """Double Q-learning (van Hasselt, 2010): two tables, one selects and the other evaluates."""
+
+
+def q_learning(
+    mdp: TabularMDP,
+    *,
+    config: QLearningConfig,
+    n_runs: int,
+    steps: int,
+    seed: int,
+    maximizer: Maximizer | Callable[..., Any] = exact_max,
+    eval_every: int = 0,
+    evaluate: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """``n_runs`` independent epsilon-greedy (Double) Q-learners for ``steps`` env steps each.
+
+    Target ``r + gamma (1 - terminated) Q(s', argmax*)`` where ``argmax*``/``max*`` come from ``maximizer``
+    (exact or stochastic); truncation at ``horizon`` resets without cutting the bootstrap. ``evaluate``
+    maps the current tables ``(n_runs, S, A)`` to one score per run, recorded every ``eval_every`` steps.
+    Returns the tables, the curve, and the number of Q evaluations spent in maximisations.
+    """
+    check_gamma(config.gamma)
+    if not 0 < config.alpha <= 1:
+        raise ValueError(f"alpha must be in (0, 1], got {config.alpha}")
+    if not 0 <= config.epsilon <= 1:
+        raise ValueError(f"epsilon must be in [0, 1], got {config.epsilon}")
+    rng = np.random.default_rng(seed)
+    S, A, B = mdp.n_states, mdp.n_actions, n_runs
+    tables = np.full((2 if config.double else 1, B, S, A), float(config.q_init))
+    rows = np.arange(B)
+    s = mdp.reset(B, rng)
+    t = np.zeros(B, dtype=np.int64)
+    evals = 0
+    curve_steps, curve = [], []
+    for step in range(steps):
+        q_act = tables.sum(0) if config.double else tables[0]
+        _, greedy, n_ev = maximizer(q_act[rows, s], s, rng)
+        evals += n_ev
+        explore = rng.random(B) < config.epsilon
+        a = np.where(explore, rng.integers(0, A, B), greedy)
+        s2, r, term = mdp.step(s, a, rng)
+        if config.double:
+            which = rng.random(B) < 0.5  # update table 0 with table 1's evaluation, or vice versa
+            upd, other = which.astype(np.int64), 1 - which.astype(np.int64)
+            _, a_star, n_ev = maximizer(tables[upd, rows, s2], s2, rng)
+            boot = tables[other, rows, s2, a_star]
+            td = r + config.gamma * (~term) * boot - tables[upd, rows, s, a]
+            tables[upd, rows, s, a] += config.alpha * td
+        else:
+            boot, _, n_ev = maximizer(tables[0, rows, s2], s2, rng)
+            tables[0, rows, s, a] += config.alpha * (r + config.gamma * (~term) * boot - tables[0, rows, s, a])
+        evals += n_ev
+        t += 1
+        done = term | (t >= config.horizon)
+        s = np.where(done, mdp.reset(B, rng), s2)
+        t[done] = 0
+        if eval_every and evaluate is not None and (step + 1) % eval_every == 0:
+            curve_steps.append(step + 1)
+            curve.append(evaluate(tables.sum(0) if config.double else tables[0]))
+    return {
+        "Q": tables.sum(0) / tables.shape[0],
+        "tables": tables,
+        "curve_steps": curve_steps,
+        "curve": np.array(curve).T if curve else np.zeros((B, 0)),
+        "evaluations": evals,
+    }
+
+
+def mdp_from_toy_text(env: Any) -> TabularMDP:
+    """The :class:`TabularMDP` of a Gymnasium toy-text env (FrozenLake, CliffWalking, Taxi) from ``env.P``."""
+    base = env.unwrapped
+    S, A = base.observation_space.n, base.action_space.n
+    P = np.zeros((S, A, S))
+    R = np.zeros((S, A, S))
+    T = np.zeros((S, A, S), dtype=bool)
+    for s in range(S):
+        for a in range(A):
+            for p, s2, r, done in base.P[s][a]:
+                P[s, a, s2] += p
+                R[s, a, s2] = r
+                T[s, a, s2] = done
+    start = np.asarray(base.initial_state_distrib, dtype=np.float64)
+    return TabularMDP(P=P, R=R, terminal=T, start=start / start.sum())
