@@ -190,6 +190,9 @@ class PPO:
         self.env_steps = 0
 
     # ---- hooks SAPG overrides ---------------------------------------------------------------------------
+    kl_on_policy_only: bool = False
+    """Whether the adaptive-LR KL ignores off-policy samples (PPO has none; SAPG sets it from its config)."""
+
     @property
     def num_blocks(self) -> int:
         return 1
@@ -319,7 +322,11 @@ class PPO:
         bl = bounds_loss(mean)
         per_sample = pg + 0.5 * cfg.critic_coef * vl - mb["entropy_coef"] * entropy + cfg.bounds_loss_coef * bl
         with torch.no_grad():
-            kl = gaussian_kl(mb["old_mean"], mb["old_log_std"], mean, log_std).mean()
+            kl_all = gaussian_kl(mb["old_mean"], mb["old_log_std"], mean, log_std)
+            if self.kl_on_policy_only and bool((~mb["off_policy"]).any()):
+                kl = kl_all[~mb["off_policy"]].mean()
+            else:
+                kl = kl_all.mean()
         parts = {
             "policy_loss": pg.mean().detach(), "value_loss": vl.mean().detach(), "entropy": entropy.mean().detach(),
             "kl": kl,

@@ -47,6 +47,10 @@ class SAPGConfig:
     """``leader_follower`` (SAPG), ``symmetric`` (every block learns from another; ablation) or ``none``."""
     entropy_scale: float = 0.005
     """Per-block entropy bonus c_j = ppo.entropy_coef + entropy_scale * linspace(0.5, 0, M)_j (0 disables)."""
+    kl_on_policy_only: bool = True
+    """Adaptive-LR KL over on-policy samples only. The official code averages it over the union batch, which
+    also counts KL(follower || leader) of the relabelled samples; on our toy that drove the learning rate to
+    its floor (1e-6) within a few iterations, so by default we measure the trust region on on-policy data."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """The underlying PPO hyper-parameters (shared by all blocks)."""
 
@@ -100,6 +104,7 @@ class SAPG(PPO):
         self.sapg_config = config if config is not None else SAPGConfig()
         if not isinstance(self.sapg_config, SAPGConfig):
             raise TypeError(f"config must be a SAPGConfig, got {type(self.sapg_config).__name__}")
+        self.kl_on_policy_only = self.sapg_config.kl_on_policy_only
         super().__init__(env, config=self.sapg_config.ppo, seed=seed)
 
     @property
