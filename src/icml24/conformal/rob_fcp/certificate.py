@@ -77,7 +77,7 @@ def rob_fcp_bound(
     Example:
         >>> b = rob_fcp_bound(10, 8, 20000, n_bins=5, alpha=0.1, beta=0.05)
         >>> round(b.lower, 3), round(b.upper, 3)
-        (0.805, 0.996)
+        (0.805, 0.995)
     """
     k = _positive_int(n_clients, "n_clients")
     kb = _positive_int(n_benign, "n_benign")
