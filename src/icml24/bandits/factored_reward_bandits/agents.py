@@ -100,9 +100,9 @@ class _PerFactorStats(FactoredAgent):
         """Per-factor UCB1 choice (paper, Algorithm 1, line 4); unplayed arms first, lowest index on ties."""
         n = self.counts_
         with np.errstate(divide="ignore", invalid="ignore"):
-            bonus = sigma * np.sqrt(c_exp * math.log(t) / n)
-        index = np.where(n > 0, self.means_hat_ + bonus, np.inf)
-        return index.argmax(axis=2)
+            # 0/0 and x/0 only occur for unplayed arms, which the where() sends to +inf.
+            index = (self.sums_ + sigma * np.sqrt(c_exp * math.log(t) * n)) / n
+        return np.where(n > 0, index, np.inf).argmax(axis=2)
 
 
 class FUCB(_PerFactorStats):
@@ -278,9 +278,9 @@ class FlatUCB1(_FlatAgent):
     def _select(self, t: int) -> np.ndarray:
         n = self.counts_
         with np.errstate(divide="ignore", invalid="ignore"):
-            index = self.sums_ / n + self.sigma * np.sqrt(self.c_exp * math.log(t) / n)
-        index = np.where(n > 0, index, np.inf)
-        return self.vectors[index.argmax(axis=1)]
+            # Same arithmetic as F-UCB's index, so that d = 1 gives bit-identical choices.
+            index = (self.sums_ + self.sigma * np.sqrt(self.c_exp * math.log(t) * n)) / n
+        return self.vectors[np.where(n > 0, index, np.inf).argmax(axis=1)]
 
     def _learn(self, arm: np.ndarray, reward: np.ndarray) -> None:
         self.counts_[self._rows, arm] += 1

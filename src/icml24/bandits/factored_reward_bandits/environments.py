@@ -124,6 +124,8 @@ class FactoredEnv:
         n_trials = positive_int(n_trials, "n_trials")
         self.rng_ = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self.means_ = self._draw_means(n_trials, self.rng_)
+        self._rows = np.arange(n_trials)[:, None]
+        self._cols = np.arange(self.n_factors)[None, :]
         return self
 
     def _require_reset(self) -> np.ndarray:
@@ -140,7 +142,7 @@ class FactoredEnv:
         means = self._require_reset()
         n, d, k = means.shape
         actions = actions_array(actions, n, d, k)
-        return np.take_along_axis(means, actions[:, :, None], axis=2)[:, :, 0]
+        return means[self._rows, self._cols, actions]
 
     def expected_reward(self, actions: np.ndarray) -> np.ndarray:
         """``mu(a) = prod_i mu_i(a_i)`` per trial, shape (n_trials,)."""
@@ -161,7 +163,10 @@ class FactoredEnv:
     # -- interaction ----------------------------------------------------------------------------------------
     def step(self, actions: np.ndarray) -> np.ndarray:
         """Play one action vector per trial; return the intermediate observations, shape (n_trials, d)."""
-        mu = self.arm_means(actions)
+        return self.observe(self.arm_means(actions))
+
+    def observe(self, mu: np.ndarray) -> np.ndarray:
+        """Noisy observations around the played arms' means ``mu`` (n_trials, d); ``step`` = ``observe(arm_means)``."""
         rng = self.rng_
         assert rng is not None
         n, d = mu.shape

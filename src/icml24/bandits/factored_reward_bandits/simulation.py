@@ -71,11 +71,13 @@ def simulate(
     regret = np.empty((n_trials, horizon))
     actions_log = np.empty((n_trials, horizon, env.n_factors), dtype=np.intp) if record_actions else None
     for t in range(1, horizon + 1):  # the loop is over rounds only; trials are the arrays' first axis
-        actions = agent.select(t)
-        regret[:, t - 1] = best - env.expected_reward(actions)
+        actions = agent._select(t)
+        mu = env.arm_means(actions)  # validates the agent's actions once per round
+        regret[:, t - 1] = best - mu.prod(axis=1)
         if actions_log is not None:
             actions_log[:, t - 1] = actions
-        agent.update(actions, env.step(actions))
+        # The actions were just validated and the observations come from the env: skip update()'s checks.
+        agent._update(actions, env.observe(mu))
     assert env.means_ is not None
     return Simulation(regret, env.means_.copy(), actions_log)
 

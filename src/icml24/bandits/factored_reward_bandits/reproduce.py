@@ -1,0 +1,565 @@
+"""Miniature reproduction of *Factored-Reward Bandits with Intermediate Observations* (Mussi et al., ICML 2024).
+
+Experiments (each job runs several trials vectorised; jobs are repeated over seeds):
+
+* ``flat_vs_factored``: random instances (means ~ U[0.3, 1], Gaussian sigma = 0.1) over a grid of ``d`` and
+  ``K``; F-UCB against UCB1 and median-of-means UCB on the flattened ``K^d`` arms (paper, Section 7 and the
+  official ``notebooks/frb.py``).
+* ``parallel_ftrack``: the parallel instance (``K = 2``, best mean 1, others 0.5) for growing ``d``; F-Track
+  against F-UCB (official ``notebooks/ftrack_experiment.py``).
+* ``high_noise``: the same at sigma = 0.5, where F-Track's short warm-up can lock onto wrong arms.
+* ``alpha_sweep`` (full): noise correlation across factors in {0, 0.5, 1}.
+* ``lp_check``: F-Track's aligned schedule against the exploration LP solved by ``scipy.optimize.linprog``.
+
+Verdict rule (also in the README): the claim is *supported* when (C1) F-UCB's mean regret is below both
+flattened baselines in every configuration and at most half of UCB1's, (C2) the UCB1 / F-UCB regret ratio grows
+along every step of ``K`` and of ``d`` in the grid, and (C3) the log-log slope of F-Track's regret against ``d``
+is below F-UCB's at every (sigma, T); *not supported* when any of them fails outright; otherwise inconclusive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from icml24.common.experiment import (
+    Analysis,
+    ClaimCheck,
+    Figure,
+    Job,
+    JobResult,
+    Reproduction,
+    Table,
+    figure_png,
+    fmt_mean_std,
+    group_results,
+    mean_std,
+    new_figure,
+    seeds_for,
+)
+
+from . import SLUG
+from .agents import FUCB, FlatMoMUCB, FlatUCB1, FTrack
+from .environments import FactoredEnv, ParallelFactoredEnv
+from .lower_bound import aligned_schedule, exploration_lp, schedule_cost
+from .simulation import loglog_slope, simulate
+
+DEFAULT_SEEDS = {"smoke": 1, "quick": 2, "full": 2}
+TRIALS = {"smoke": 3, "quick": 5, "full": 10}
+MOM_BUDGET = 7_000_000
+"""Largest ``n_trials * K^d * T`` for which the median-of-means baseline (which keeps every reward) is run."""
+N_POINTS = 100
+LABELS = {"fucb": "F-UCB", "ucb1": "UCB1 (flattened)", "mom": "MoM-UCB (flattened)", "ftrack": "F-Track"}
+MODULE = "icml24.bandits.factored_reward_bandits.reproduce"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Job functions: pure functions of (config, seed)
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _curve_stats(cumulative: np.ndarray) -> dict[str, Any]:
+    """Mean and mean-of-squares of the cumulative regret over trials at <= N_POINTS checkpoints."""
+    horizon = cumulative.shape[1]
+    idx = np.unique(np.linspace(horizon / N_POINTS, horizon, N_POINTS).astype(int) - 1)
+    sub = cumulative[:, idx]
+    return {"t": (idx + 1).tolist(), "mean": sub.mean(axis=0).tolist(), "sq": (sub**2).mean(axis=0).tolist()}
+
+
+def _agent(name: str, k: int, d: int, sigma: float, horizon: int):
+    if name == "fucb":
+        return FUCB(n_arms=k, n_factors=d, sigma=sigma)
+    if name == "ftrack":
+        return FTrack(n_arms=k, n_factors=d, sigma=sigma, horizon=horizon)
+    if name == "ucb1":
+        return FlatUCB1(n_arms=k, n_factors=d, sigma=sigma)
+    if name == "mom":
+        return FlatMoMUCB(n_arms=k, n_factors=d, sigma=sigma)
+    raise ValueError(f"unknown agent {name!r}")
+
+
+def _run_agents(env: FactoredEnv, agents: Sequence[str], config: dict, seed: int) -> dict[str, Any]:
+    k, d, sigma, horizon, trials = env.n_arms, env.n_factors, config["sigma"], config["horizon"], config["n_trials"]
+    out: dict[str, Any] = {"agents": list(agents)}
+    for name in agents:
+        agent = _agent(name, k, d, sigma, horizon)
+        sim = simulate(env, agent, horizon, trials, seed)  # same seed: every agent faces the same instances
+        cum = sim.cumulative
+        out[f"final_{name}"] = sim.final.tolist()
+        out[f"curve_{name}"] = _curve_stats(cum)
+        out[f"slope_{name}"] = loglog_slope(cum.mean(axis=0))
+        if isinstance(agent, FTrack):
+            out["ftrack_switched"] = agent.switched_.astype(int).tolist()
+            out["ftrack_warmup"] = agent.warmup_rounds
+    return out
+
+
+def run_flat_vs_factored(config: dict, seed: int) -> dict[str, Any]:
+    """F-UCB vs flattened UCB1 (and MoM-UCB when it fits in memory) on random U[0.3, 1] instances."""
+    env = FactoredEnv(n_arms=config["n_arms"], n_factors=config["n_factors"], sigma=config["sigma"])
+    return _run_agents(env, config["agents"], config, seed)
+
+
+def run_parallel(config: dict, seed: int) -> dict[str, Any]:
+    """F-UCB vs F-Track on the parallel instance (also the high-noise and alpha-sweep experiments)."""
+    env = ParallelFactoredEnv(
+        n_arms=config["n_arms"], n_factors=config["n_factors"], sigma=config["sigma"], alpha=config["alpha"]
+    )
+    return _run_agents(env, ["fucb", "ftrack"], config, seed)
+
+
+def run_lp_check(config: dict, seed: int) -> dict[str, Any]:
+    """Aligned schedules (both orders, real and integer counts) against the exploration LP on random instances."""
+    rng = np.random.default_rng(seed)
+    d, k, horizon = config["n_factors"], config["n_arms"], config["horizon"]
+    rows: dict[str, list[float]] = {"increasing": [], "decreasing": [], "increasing_int": [], "lp_cost": []}
+    for _ in range(config["n_instances"]):
+        means = rng.uniform(0.3, 1.0, size=(d, k))
+        lp = exploration_lp(means, config["sigma"], horizon)
+        best = means.argmax(axis=1)
+        for order in ("increasing", "decreasing"):
+            acts, counts = aligned_schedule(lp.required, best, order=order)
+            rows[order].append(schedule_cost(means, acts, counts) / lp.cost - 1)
+        acts, counts = aligned_schedule(np.ceil(lp.required).astype(np.int64), best)
+        rows["increasing_int"].append(schedule_cost(means, acts, counts) / lp.cost - 1)
+        rows["lp_cost"].append(lp.cost)
+    return {f"excess_{key}": val for key, val in rows.items() if key != "lp_cost"} | {"lp_cost": rows["lp_cost"]}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Jobs per scale
+# ----------------------------------------------------------------------------------------------------------
+
+GRIDS: dict[str, dict[str, Any]] = {
+    "smoke": {
+        "flat": {"d": [2], "K": [3], "T": 300},
+        "parallel": {"d": [2, 5], "sigma": [0.1], "T": [1000]},
+        "high_noise": {"d": 5, "T": 1000},
+        "alpha": None,
+        "lp": [(2, 2), (2, 3)],
+    },
+    "quick": {
+        "flat": {"d": [2, 3], "K": [3, 5], "T": 5000},
+        "parallel": {"d": [2, 5, 10, 20], "sigma": [0.1], "T": [10_000]},
+        "high_noise": {"d": 10, "T": 20_000},
+        "alpha": None,
+        "lp": [(2, 2), (2, 3), (3, 2), (3, 3)],
+    },
+    "full": {
+        "flat": {"d": [2, 3, 4], "K": [2, 4, 6], "T": 10_000},
+        "parallel": {"d": [2, 5, 10, 20], "sigma": [0.01, 0.1], "T": [10_000, 30_000]},
+        "high_noise": {"d": 10, "T": 20_000},
+        "alpha": {"d": 10, "T": 10_000, "alpha": [0.0, 0.5, 1.0]},
+        "lp": [(2, 2), (2, 3), (3, 2), (3, 3)],
+    },
+}
+
+
+def build_jobs(scale: str, seeds: int | None) -> list[Job]:
+    grid = GRIDS[scale]
+    trials = TRIALS[scale]
+    jobs: list[Job] = []
+
+    def add(experiment: str, fn: str, config: dict) -> None:
+        for s in seeds_for(scale, seeds, DEFAULT_SEEDS):
+            jobs.append(Job(SLUG, experiment, f"{MODULE}:{fn}", config, s))
+
+    flat = grid["flat"]
+    for d in flat["d"]:
+        for k in flat["K"]:
+            agents = ["fucb", "ucb1"]
+            if trials * k**d * flat["T"] <= MOM_BUDGET:
+                agents.append("mom")
+            cfg = {"n_factors": d, "n_arms": k, "sigma": 0.1, "horizon": flat["T"], "n_trials": trials}
+            add("flat_vs_factored", "run_flat_vs_factored", cfg | {"agents": agents})
+    par = grid["parallel"]
+    for sigma in par["sigma"]:
+        for horizon in par["T"]:
+            for d in par["d"]:
+                cfg = {"n_factors": d, "n_arms": 2, "sigma": sigma, "alpha": 0.0, "horizon": horizon}
+                add("parallel_ftrack", "run_parallel", cfg | {"n_trials": trials})
+    hn = grid["high_noise"]
+    cfg = {"n_factors": hn["d"], "n_arms": 2, "sigma": 0.5, "alpha": 0.0, "horizon": hn["T"], "n_trials": trials}
+    add("high_noise", "run_parallel", cfg)
+    if grid["alpha"]:
+        al = grid["alpha"]
+        for alpha in al["alpha"]:
+            cfg = {"n_factors": al["d"], "n_arms": 2, "sigma": 0.1, "alpha": alpha, "horizon": al["T"]}
+            add("alpha_sweep", "run_parallel", cfg | {"n_trials": trials})
+    for d, k in grid["lp"]:
+        cfg = {"n_factors": d, "n_arms": k, "sigma": 0.1, "horizon": 10_000, "n_instances": 5 if scale == "smoke" else 20}
+        add("lp_check", "run_lp_check", cfg)
+    return jobs
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Analysis
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _pooled(results: Sequence[JobResult], key: str) -> list[float]:
+    """Per-trial values of a list metric pooled over the seeds of a group."""
+    return [float(v) for r in results for v in r.metrics.get(key, [])]
+
+
+def _mean(results: Sequence[JobResult], key: str) -> float:
+    return mean_std(_pooled(results, key))[0]
+
+
+def _pooled_curve(results: Sequence[JobResult], name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Mean curve and its standard error over all trials of all seeds (equal trials per job)."""
+    curves = [r.metrics[f"curve_{name}"] for r in results if f"curve_{name}" in r.metrics]
+    if not curves:
+        return None
+    t = np.asarray(curves[0]["t"])
+    mean = np.mean([c["mean"] for c in curves], axis=0)
+    sq = np.mean([c["sq"] for c in curves], axis=0)
+    n = sum(len(r.metrics.get(f"final_{name}", [])) for r in results)
+    se = np.sqrt(np.maximum(sq - mean**2, 0) / max(n - 1, 1))
+    return t, mean, se
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else math.nan
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}g}"
+
+
+def _analyze_flat(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck], Figure | None]:
+    groups = group_results(results, "flat_vs_factored", by=("n_factors", "n_arms"))
+    if not groups:
+        return None, [], None
+    rows, ratio = [], {}
+    c1_fail, c1_weak = [], []
+    for (d, k), res in groups.items():
+        f, u, m = (_mean(res, f"final_{a}") for a in ("fucb", "ucb1", "mom"))
+        ratio[(d, k)] = _ratio(u, f)
+        slopes = [r.metrics["slope_fucb"] for r in res if r.metrics.get("slope_fucb") is not None]
+        rows.append(
+            [
+                d,
+                k,
+                k**d,
+                res[0].job.config["horizon"],
+                fmt_mean_std(_pooled(res, "final_fucb")),
+                fmt_mean_std(_pooled(res, "final_ucb1")),
+                fmt_mean_std(_pooled(res, "final_mom")) if np.isfinite(m) else "not run (memory)",
+                _fmt(ratio[(d, k)]),
+                _fmt(_ratio(m, f)),
+                _fmt(float(np.mean(slopes)) if slopes else math.nan, 2),
+            ]
+        )
+        beaten = [b for b in (u, m) if np.isfinite(b)]
+        if any(f >= b for b in beaten):
+            c1_fail.append(f"d={d},K={k}")
+        elif not ratio[(d, k)] >= 2:
+            c1_weak.append(f"d={d},K={k}")
+    table = Table(
+        "Final regret R_T: F-UCB vs flattened baselines (mean ± std over trials, seeds pooled)",
+        ["d", "K", "K^d", "T", "F-UCB", "UCB1 (flat)", "MoM-UCB (flat)", "UCB1/F-UCB", "MoM/F-UCB", "F-UCB slope"],
+        rows,
+        "slope: least-squares slope of log R_t vs log t over t >= T/10 (1 = linear, 0.5 = sqrt T).",
+    )
+    n_cfg = len(groups)
+    if c1_fail:
+        v1 = "not_supported"
+    elif c1_weak or n_cfg < 2:
+        v1 = "inconclusive"
+    else:
+        v1 = "supported"
+    ev1 = (
+        f"{n_cfg} (d, K) configurations; UCB1/F-UCB regret ratios "
+        + ", ".join(f"d={d},K={k}: {_fmt(r)}" for (d, k), r in ratio.items())
+        + (f"; F-UCB not below a baseline at {c1_fail}" if c1_fail else "")
+        + (f"; ratio < 2 at {c1_weak}" if c1_weak else "")
+    )
+    check1 = ClaimCheck("F-UCB's regret is far below the flattened baselines (UCB1 and MoM-UCB).", v1, ev1)
+    # C2: the advantage grows along K (fixed d) and along d (fixed K).
+    steps, grows = [], []
+    ds = sorted({d for d, _ in ratio})
+    ks = sorted({k for _, k in ratio})
+    for d in ds:
+        for k1, k2 in zip(ks, ks[1:]):
+            if (d, k1) in ratio and (d, k2) in ratio:
+                steps.append(f"d={d}: K {k1}->{k2}")
+                grows.append(ratio[(d, k2)] > ratio[(d, k1)])
+    for k in ks:
+        for d1, d2 in zip(ds, ds[1:]):
+            if (d1, k) in ratio and (d2, k) in ratio:
+                steps.append(f"K={k}: d {d1}->{d2}")
+                grows.append(ratio[(d2, k)] > ratio[(d1, k)])
+    if not steps:
+        v2, ev2 = "inconclusive", "fewer than two grid points along d or K"
+    else:
+        frac = float(np.mean(grows))
+        v2 = "supported" if frac == 1 else ("inconclusive" if frac >= 0.5 else "not_supported")
+        ev2 = f"UCB1/F-UCB ratio grew on {sum(grows)}/{len(grows)} grid steps" + (
+            "; shrank on " + ", ".join(s for s, g in zip(steps, grows) if not g) if not all(grows) else ""
+        )
+    check2 = ClaimCheck("The gap between F-UCB and flattened UCB1 widens with d and with K.", v2, ev2)
+    # Figure: regret curves per configuration.
+    n = len(groups)
+    ncols = min(n, 3)
+    nrows = math.ceil(n / ncols)
+    fig, axes = new_figure(nrows, ncols, width=4.2, height=3.2)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    for ax, ((d, k), res) in zip(axes.ravel(), groups.items()):
+        for name in ("fucb", "ucb1", "mom"):
+            pc = _pooled_curve(res, name)
+            if pc is None:
+                continue
+            t, m, se = pc
+            ax.plot(t, m, label=LABELS[name])
+            ax.fill_between(t, m - se, m + se, alpha=0.25)
+        ax.set_title(f"d={d}, K={k} (K^d={k**d})", fontsize=9)
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative regret")
+        ax.set_yscale("log")
+    if axes.ravel()[0].get_legend_handles_labels()[0]:
+        axes.ravel()[0].legend(fontsize=7)
+    figure = Figure(
+        "Regret curves: factored vs flattened",
+        figure_png(fig),
+        "Mean cumulative pseudo-regret ± 1 standard error over all trials (log scale); random U[0.3, 1] instances, sigma = 0.1.",
+    )
+    return table, [check1, check2], figure
+
+
+def _analyze_parallel(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck], Figure | None]:
+    groups = group_results(results, "parallel_ftrack", by=("sigma", "horizon", "n_factors"))
+    if not groups:
+        return None, [], None
+    rows = []
+    series: dict[tuple[float, int], list[tuple[int, float, float]]] = {}
+    for (sigma, horizon, d), res in groups.items():
+        f, tr = _mean(res, "final_fucb"), _mean(res, "final_ftrack")
+        sw = _pooled(res, "ftrack_switched")
+        rows.append(
+            [
+                sigma,
+                horizon,
+                d,
+                fmt_mean_std(_pooled(res, "final_fucb")),
+                fmt_mean_std(_pooled(res, "final_ftrack")),
+                _fmt(_ratio(tr, f)),
+                f"{100 * np.mean(sw):.0f}%" if sw else "n/a",
+            ]
+        )
+        series.setdefault((sigma, horizon), []).append((d, f, tr))
+    table = Table(
+        "Parallel instance (K=2): F-Track vs F-UCB as d grows (final regret, mean ± std over trials)",
+        ["sigma", "T", "d", "F-UCB", "F-Track", "F-Track/F-UCB", "F-Track switched to F-UCB"],
+        rows,
+    )
+    verdicts, evid = [], []
+    for (sigma, horizon), pts in series.items():
+        pts = sorted(pts)
+        if len(pts) < 3:
+            continue
+        ld = np.log([p[0] for p in pts])
+        s_f = float(np.polyfit(ld, np.log([max(p[1], 1e-12) for p in pts]), 1)[0])
+        s_t = float(np.polyfit(ld, np.log([max(p[2], 1e-12) for p in pts]), 1)[0])
+        verdicts.append(s_t < s_f)
+        win = pts[-1][2] < pts[-1][1]
+        evid.append(
+            f"sigma={sigma}, T={horizon}: slope in log d F-UCB {s_f:.2f}, F-Track {s_t:.2f}; at d={pts[-1][0]} "
+            f"F-Track {'beats' if win else 'does not beat'} F-UCB ({pts[-1][2]:.3g} vs {pts[-1][1]:.3g})"
+        )
+    if not verdicts:
+        v3 = "inconclusive"
+        evid = ["fewer than three values of d per (sigma, T)"]
+    else:
+        v3 = "supported" if all(verdicts) else ("not_supported" if not any(verdicts) else "inconclusive")
+    check3 = ClaimCheck("F-Track's regret is flatter in the number of factors d than F-UCB's.", v3, "; ".join(evid))
+    fig, axes = new_figure(1, 1, width=5.2, height=3.8)
+    ax = axes[0, 0]
+    for (sigma, horizon), pts in series.items():
+        pts = sorted(pts)
+        dd = [p[0] for p in pts]
+        (line,) = ax.plot(dd, [p[1] for p in pts], "o-", label=f"F-UCB σ={sigma} T={horizon}")
+        ax.plot(dd, [p[2] for p in pts], "s--", color=line.get_color(), label=f"F-Track σ={sigma} T={horizon}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of factors d")
+    ax.set_ylabel("final regret R_T (mean over trials)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    figure = Figure(
+        "F-Track vs F-UCB on the parallel instance",
+        figure_png(fig),
+        "Final regret against d (log-log). Solid: F-UCB; dashed: F-Track. A flatter line grows more slowly with d.",
+    )
+    return table, [check3], figure
+
+
+def _analyze_high_noise(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck], Figure | None]:
+    groups = group_results(results, "high_noise", by=("sigma", "horizon", "n_factors"))
+    if not groups:
+        return None, [], None
+    (sigma, horizon, d), res = next(iter(groups.items()))
+    f, tr = _pooled(res, "final_fucb"), _pooled(res, "final_ftrack")
+    sw = _pooled(res, "ftrack_switched")
+    blowups = int(sum(x > 10 * np.mean(f) for x in tr)) if f else 0
+    table = Table(
+        f"High noise (parallel instance, sigma={sigma}, d={d}, T={horizon})",
+        ["agent", "final regret", "median", "max", "trials > 10x F-UCB mean", "switched to F-UCB"],
+        [
+            ["F-UCB", fmt_mean_std(f), _fmt(float(np.median(f))), _fmt(float(np.max(f))), "-", "-"],
+            [
+                "F-Track",
+                fmt_mean_std(tr),
+                _fmt(float(np.median(tr))),
+                _fmt(float(np.max(tr))),
+                f"{blowups}/{len(tr)}",
+                f"{int(sum(sw))}/{len(sw)}",
+            ],
+        ],
+    )
+    worse = np.mean(tr) > np.mean(f)
+    check = ClaimCheck(
+        "Finding (not a claim of the paper): F-Track's advantage is asymptotic; at high noise its short warm-up "
+        "can lock onto wrong arms without the safety switch firing, and it does worse than F-UCB.",
+        "supported" if worse else "not_supported",
+        f"sigma={sigma}, d={d}, T={horizon}: F-Track {np.mean(tr):.4g} vs F-UCB {np.mean(f):.4g} mean regret; "
+        f"{blowups}/{len(tr)} F-Track trials above 10x F-UCB's mean; switch fired in {int(sum(sw))}/{len(sw)}.",
+    )
+    fig, axes = new_figure(1, 1, width=5.0, height=3.6)
+    ax = axes[0, 0]
+    for name in ("fucb", "ftrack"):
+        pc = _pooled_curve(res, name)
+        if pc is not None:
+            t, m, se = pc
+            ax.plot(t, m, label=LABELS[name])
+            ax.fill_between(t, m - se, m + se, alpha=0.25)
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative regret")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    figure = Figure(
+        "High noise: F-Track vs F-UCB",
+        figure_png(fig),
+        f"Parallel instance, sigma={sigma}, d={d}: mean cumulative regret ± 1 standard error over trials.",
+    )
+    return table, [check], figure
+
+
+def _analyze_alpha(results: Sequence[JobResult]) -> Table | None:
+    groups = group_results(results, "alpha_sweep", by=("alpha",))
+    if not groups:
+        return None
+    rows = [
+        [alpha, fmt_mean_std(_pooled(res, "final_fucb")), fmt_mean_std(_pooled(res, "final_ftrack"))]
+        for (alpha,), res in groups.items()
+    ]
+    cfg = next(iter(groups.values()))[0].job.config
+    return Table(
+        f"Noise correlation across factors (parallel instance, d={cfg['n_factors']}, sigma={cfg['sigma']}, "
+        f"T={cfg['horizon']})",
+        ["alpha", "F-UCB", "F-Track"],
+        rows,
+        "Each factor keeps standard deviation sigma; alpha is the correlation between any two factors.",
+    )
+
+
+def _analyze_lp(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck]]:
+    groups = group_results(results, "lp_check", by=("n_factors", "n_arms"))
+    if not groups:
+        return None, []
+    rows, worst_inc, worst_int_ok = [], 0.0, True
+    for (d, k), res in groups.items():
+        inc = _pooled(res, "excess_increasing")
+        dec = _pooled(res, "excess_decreasing")
+        integ = _pooled(res, "excess_increasing_int")
+        worst_inc = max(worst_inc, max(abs(x) for x in inc))
+        rows.append(
+            [d, k, len(inc), f"{max(abs(x) for x in inc):.1e}", f"{100 * max(dec):.2f}%", f"{100 * max(integ):.2f}%"]
+        )
+        worst_int_ok &= min(integ) >= -1e-9
+    table = Table(
+        "Aligned schedule vs the exploration LP (scipy linprog over all K^d vectors): relative excess cost",
+        ["d", "K", "instances", "increasing order (ours), max |excess|", "decreasing (official code), max",
+         "ours with counts rounded up, max"],
+        rows,
+        "excess = schedule cost / LP optimum - 1, sigma=0.1, log T with T=10^4, means ~ U[0.3, 1].",
+    )
+    ok = worst_inc < 1e-6 and worst_int_ok
+    check = ClaimCheck(
+        "F-Track's aligned schedule attains the instance-dependent exploration LP (checked against linprog).",
+        "supported" if ok else "not_supported",
+        f"max |excess| of the increasing-order alignment over all instances: {worst_inc:.1e}; the official "
+        "decreasing order is optimal only for K=2 (see table).",
+    )
+    return table, [check]
+
+
+def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
+    ok = [r for r in results if r.status == "ok"]
+    tables: list[Table] = []
+    figures: list[Figure] = []
+    checks: list[ClaimCheck] = []
+    for part in (_analyze_flat, _analyze_parallel, _analyze_high_noise):
+        table, cks, fig = part(ok)
+        if table is not None:
+            tables.append(table)
+        checks.extend(cks)
+        if fig is not None:
+            figures.append(fig)
+    alpha_table = _analyze_alpha(ok)
+    if alpha_table is not None:
+        tables.append(alpha_table)
+    lp_table, lp_checks = _analyze_lp(ok)
+    if lp_table is not None:
+        tables.append(lp_table)
+    checks.extend(lp_checks)
+    core = [c for c in checks if c.claim.startswith(("F-UCB's regret", "The gap", "F-Track's regret"))]
+    core_verdicts = [c.verdict for c in core]
+    if len(core_verdicts) == 3 and all(v == "supported" for v in core_verdicts):
+        verdict = "supported"
+    elif "not_supported" in core_verdicts:
+        verdict = "not_supported"
+    else:
+        verdict = "inconclusive"
+    summary = (
+        f"Scale {scale}, {len(ok)} jobs. "
+        + " ".join(f"[{c.verdict}] {c.claim} {c.evidence}." for c in core)
+        + (" Missing sub-claims (crashed or not run): " + str(3 - len(core)) if len(core) < 3 else "")
+    )
+    return Analysis(verdict, summary, tables, figures, checks)
+
+
+REPRODUCTION = Reproduction(
+    slug=SLUG,
+    claim=(
+        "Learning each factor from its own intermediate observation (F-UCB) gives far lower regret than flattening "
+        "the K^d joint actions, with the gap widening in d and K, and aligned exploration (F-Track) makes regret "
+        "nearly flat in the number of factors."
+    ),
+    build_jobs=build_jobs,
+    analyze=analyze,
+    deviations=(
+        "Miniature horizons and trial counts: T <= 3*10^4 and 10 (quick) or 20 (full) trials per configuration, "
+        "against 50 trials in the official scripts; the paper's table values were not available to compare with.",
+        "The TEA baseline (Zimmert & Seldin 2018) is not implemented; the flattened baselines are UCB1 and "
+        "median-of-means UCB.",
+        "Median-of-means UCB keeps every reward, so it is only run where n_trials * K^d * T <= 7*10^6 "
+        "(in full: not for d=3,K=6, d=4,K=4 and d=4,K=6). Its width multiplier is 1 (a command-line value in the "
+        "official scripts).",
+        "Flattened UCB1 uses the per-factor sigma as its scale, as the official code does, although the product "
+        "reward is not sigma-sub-Gaussian.",
+        "Correlated noise keeps each factor's standard deviation at sigma (sqrt(alpha) shared + sqrt(1-alpha) own "
+        "normal); the official code mixes alpha*shared + (1-alpha)*own, which also shrinks the variance for "
+        "0 < alpha < 1. Regret is measured on the product of means in both.",
+        "F-Track aligns each factor's suboptimal arms in increasing order of required samples, which solves the "
+        "exploration LP exactly (checked against linprog); the official code uses decreasing order, which is the "
+        "same schedule for K=2 (all our F-Track runs) but up to ~10% costlier than the LP for K>=3.",
+        "Ties between arms are broken towards the lowest index in every agent (the official MoM-UCB breaks them at "
+        "random), so runs are deterministic given the seed.",
+    ),
+    scales=("smoke", "quick", "full"),
+)
