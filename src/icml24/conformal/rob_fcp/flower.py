@@ -52,7 +52,7 @@ from icml24.conformal.metrics import marginal_coverage, mean_set_size
 from icml24.conformal.rob_fcp.aggregation import ServerAggregate, aggregate_histograms
 from icml24.conformal.rob_fcp.characterization import check_bounds, score_histogram
 from icml24.conformal.rob_fcp.detection import NeighborMode
-from icml24.conformal.rob_fcp.quantile import RankRule
+from icml24.conformal.rob_fcp.quantile import RankRule, histogram_quantile
 
 __all__ = [
     "HISTOGRAM_KEY",
@@ -123,7 +123,8 @@ class RobFCPStrategy(Strategy):
     """Byzantine-robust federated conformal calibration as a Flower strategy (Algorithm 1).
 
     One round calibrates: clients send histograms, the server keeps the least suspicious ``K_b`` clients and
-    returns ``qhat``. After :meth:`aggregate_train` the strategy holds ``qhat_``, ``aggregate_``
+    returns ``qhat``. After :meth:`aggregate_train` the strategy holds ``qhat_``, ``undefended_qhat_`` (plain
+    FCP over every well-formed report, for monitoring), ``aggregate_``
     (a :class:`~icml24.conformal.rob_fcp.aggregation.ServerAggregate` whose indices refer to ``node_ids_``),
     ``flagged_nodes_`` and ``rejected_nodes_`` (``{node_id: reason}``).
 
@@ -169,6 +170,7 @@ class RobFCPStrategy(Strategy):
         self.min_available_nodes = int(min_available_nodes)
         self.fraction_evaluate = float(fraction_evaluate)
         self.qhat_: float = math.nan
+        self.undefended_qhat_: float = math.nan
         self.aggregate_: ServerAggregate | None = None
         self.node_ids_: list[int] = []
         self.flagged_nodes_: list[int] = []
@@ -226,6 +228,13 @@ class RobFCPStrategy(Strategy):
             bounds=self.bounds,
         )
         self.aggregate_, self.node_ids_, self.qhat_ = agg, node_ids, agg.qhat
+        # Plain FCP over every well-formed report, kept for monitoring: how far the defence moved qhat.
+        well_formed = [np.asarray(counts[i], dtype=np.float64) for i in range(len(counts)) if i not in agg.rejected]
+        self.undefended_qhat_ = (
+            histogram_quantile(np.stack(well_formed), self.alpha, rank_rule=self.rank_rule, bounds=self.bounds)
+            if well_formed
+            else math.nan
+        )
         self.flagged_nodes_ = [node_ids[i] for i in agg.malicious]
         self.rejected_nodes_ = {node_ids[i]: reason for i, reason in agg.rejected.items()}
         for node, reason in self.rejected_nodes_.items():
@@ -233,6 +242,7 @@ class RobFCPStrategy(Strategy):
         metrics = MetricRecord(
             {
                 "qhat": float(agg.qhat),
+                "qhat-undefended": float(self.undefended_qhat_),
                 "num-clients": len(node_ids),
                 "num-rejected": len(agg.rejected),
                 "num-malicious": int(agg.n_malicious),
