@@ -61,7 +61,7 @@ def actions_array(actions: object, n_trials: int, n_factors: int, n_arms: int, n
     arr = np.asarray(actions)
     if arr.shape != (n_trials, n_factors):
         raise ValueError(f"{name} must have shape (n_trials, n_factors) = {(n_trials, n_factors)}, got {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 0 or arr.max() >= n_arms):
         raise ValueError(f"{name} must lie in [0, {n_arms}), got values in [{arr.min()}, {arr.max()}]")

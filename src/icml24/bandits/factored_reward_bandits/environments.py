@@ -124,8 +124,7 @@ class FactoredEnv:
         n_trials = positive_int(n_trials, "n_trials")
         self.rng_ = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self.means_ = self._draw_means(n_trials, self.rng_)
-        self._rows = np.arange(n_trials)[:, None]
-        self._cols = np.arange(self.n_factors)[None, :]
+        self._base = (np.arange(n_trials * self.n_factors) * self.n_arms).reshape(n_trials, self.n_factors)
         return self
 
     def _require_reset(self) -> np.ndarray:
@@ -142,7 +141,7 @@ class FactoredEnv:
         means = self._require_reset()
         n, d, k = means.shape
         actions = actions_array(actions, n, d, k)
-        return means[self._rows, self._cols, actions]
+        return means.reshape(-1)[self._base + actions]  # flat gather: much cheaper than three index arrays
 
     def expected_reward(self, actions: np.ndarray) -> np.ndarray:
         """``mu(a) = prod_i mu_i(a_i)`` per trial, shape (n_trials,)."""
