@@ -1,0 +1,205 @@
+"""Conformal sets and top-k sets with matched coverage, as shown to participants.
+
+"Conformal Prediction Sets Improve Human Decision Making", Cresswell, Sui, Kumar & Vouitsis, ICML 2024
+(PMLR 235), https://arxiv.org/abs/2401.13744, official code https://github.com/layer6ai-labs/hitl-conformal-prediction.
+
+The trial compares two ways of showing a model's output to a person: a fixed-size top-k list and a
+conformal (RAPS) set whose size varies with the model's uncertainty, with ``alpha`` tuned so that both have
+the *same* empirical coverage on the calibration data (Section 3 of the paper):
+
+1. ``p = softmax(z / T)`` with a fixed temperature ``T``.
+2. ``C_topk(x)`` = the ``k`` most probable labels; its calibration coverage ``c_k`` sets ``alpha := 1 - c_k``.
+3. RAPS scores (Angelopoulos et al., 2021, Eq. 4) ``s(x, y) = rho(y) + U p_y + lam max(0, o(y) - k_reg)``,
+   randomised at calibration and test time, calibrated at level ``alpha``.
+4. Test sets ``{y : s(x, y) <= qhat}``, never empty (the top label is shown when the set would be empty),
+   displayed sorted by class id so that the model's ranking is not revealed.
+
+The official code takes ``qhat`` as ``np.quantile(scores, 1 - alpha, method="higher")`` (no ``n + 1``
+correction); we offer that rule as ``quantile_rule="higher"`` and default to the finite-sample rank rule of
+:func:`icml24.conformal.conformal_quantile`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from icml24.conformal import check_alpha, check_labels, check_probs, conformal_quantile, raps_scores
+from icml24.conformal.calibration import sets_from_probs
+
+__all__ = [
+    "CoverageMatchedSets",
+    "display_order",
+    "smallest_k_for_alpha",
+    "temperature_softmax",
+    "topk_coverage",
+    "topk_sets",
+]
+
+QUANTILE_RULES = ("finite_sample", "higher")
+MATCH_RULES = ("coverage", "alpha")
+
+
+def temperature_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """``softmax(z / T)`` row-wise (step 1; the paper fixes T per task, e.g. 0.3 for Go-Emotions)."""
+    z = np.asarray(logits, dtype=np.float64)
+    if z.ndim != 2:
+        raise ValueError(f"logits must be 2-D (n_samples, n_classes), got shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ValueError("logits contains NaN or infinite values")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    z = z / temperature
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _check_k(k: int, n_classes: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n_classes:
+        raise ValueError(f"k must be an integer in [1, {n_classes}], got {k!r}")
+    return int(k)
+
+
+def topk_sets(probs: np.ndarray, k: int) -> np.ndarray:
+    """Boolean (n, K) sets of the ``k`` most probable labels (ties broken by class index, as the ranking of
+    the conformal scores)."""
+    p = check_probs(probs)
+    k = _check_k(k, p.shape[1])
+    order = np.argsort(-p, axis=1, kind="stable")[:, :k]
+    sets = np.zeros(p.shape, dtype=bool)
+    np.put_along_axis(sets, order, True, axis=1)
+    return sets
+
+
+def topk_coverage(probs: np.ndarray, labels: np.ndarray, k: int) -> float:
+    """Fraction of samples whose true label is among the ``k`` most probable (step 2)."""
+    p = check_probs(probs)
+    y = check_labels(labels, p.shape[1], n_samples=p.shape[0])
+    sets = topk_sets(p, k)
+    return float(sets[np.arange(len(y)), y].mean())
+
+
+def smallest_k_for_alpha(probs: np.ndarray, labels: np.ndarray, alpha: float) -> int:
+    """The other matching direction of the official code: fix ``alpha`` and take the smallest ``k`` whose
+    calibration coverage is at least ``1 - alpha``."""
+    alpha = check_alpha(alpha)
+    p = check_probs(probs)
+    y = check_labels(labels, p.shape[1], n_samples=p.shape[0])
+    # rank of the true label (1-based), stable ordering: coverage of top-k is P(rank <= k)
+    p_y = p[np.arange(len(y)), y]
+    rank = (p > p_y[:, None]).sum(1) + ((p == p_y[:, None]) & (np.arange(p.shape[1]) < y[:, None])).sum(1) + 1
+    cov = np.cumsum(np.bincount(rank, minlength=p.shape[1] + 1)[1:]) / len(y)
+    return int(np.argmax(cov >= 1 - alpha - 1e-12) + 1)
+
+
+def display_order(sets: np.ndarray) -> list[list[int]]:
+    """The labels of each set in the order participants saw them: sorted by class id, so the display carries
+    no information about the model's ranking inside the set (step 4)."""
+    s = np.asarray(sets, dtype=bool)
+    return [np.flatnonzero(row).tolist() for row in s]
+
+
+@dataclass
+class CoverageMatchedSets:
+    """Top-k sets and RAPS conformal sets with the same calibration coverage (Section 3 of the paper).
+
+    Call :meth:`fit` on calibration probabilities and labels, then :meth:`topk` and :meth:`conformal` on test
+    probabilities. Hyperparameters are stored unchanged; fitted attributes end in ``_``.
+    """
+
+    k: int = 3
+    """Size of the top-k sets; the paper's default flow picks ``k`` first and derives ``alpha`` from it."""
+    lam: float = 0.5
+    """RAPS penalty (0.5 for all three tasks in the official config)."""
+    k_reg: int = 5
+    """RAPS unpenalised ranks (4 for Go-Emotions, 5 for ObjectNet and Few-NERD)."""
+    randomized: bool = True
+    """Randomised RAPS scores, as in the official code."""
+    allow_empty: bool = False
+    """The trial never showed an empty set."""
+    match: str = "coverage"
+    """How the two set types are matched. ``"alpha"``: the paper's flow, ``alpha = 1 - c_k`` and the usual
+    conformal quantile of the scores; with ``allow_empty=False`` the displayed sets then over-cover (every
+    would-be empty set gets the top label, which is often right). ``"coverage"``: the threshold is the
+    smallest that gives the *displayed* (never empty) sets a calibration coverage of at least ``c_k``,
+    so both arms show sets of the same empirical coverage and differ only in how their sizes vary."""
+    quantile_rule: str = "finite_sample"
+    """For ``match="alpha"``: ``"finite_sample"`` (rank ``ceil((n+1)(1-alpha))``) or ``"higher"`` (the
+    official code's rule)."""
+    random_state: int | None = None
+    """Seed of the randomised scores."""
+
+    def fit(self, probs_cal: np.ndarray, labels_cal: np.ndarray) -> CoverageMatchedSets:
+        if self.match not in MATCH_RULES:
+            raise ValueError(f"match must be one of {MATCH_RULES}, got {self.match!r}")
+        if self.quantile_rule not in QUANTILE_RULES:
+            raise ValueError(f"quantile_rule must be one of {QUANTILE_RULES}, got {self.quantile_rule!r}")
+        p = check_probs(probs_cal, name="probs_cal")
+        if p.shape[0] == 0:
+            raise ValueError("the calibration set is empty")
+        y = check_labels(labels_cal, p.shape[1], n_samples=p.shape[0], name="labels_cal")
+        k = _check_k(self.k, p.shape[1])
+        self.n_classes_ = p.shape[1]
+        self.topk_coverage_cal_ = topk_coverage(p, y, k)
+        if not 0.0 < self.topk_coverage_cal_ < 1.0:
+            raise ValueError(
+                f"top-{k} calibration coverage is {self.topk_coverage_cal_:.3f}: alpha = 1 - coverage must lie "
+                "in (0, 1); pick another k"
+            )
+        self.alpha_ = 1.0 - self.topk_coverage_cal_
+        self.rng_ = np.random.default_rng(self.random_state)
+        # alpha is the paper's matched level; with match="coverage" it is reported, and qhat is set below
+        scores = raps_scores(p, y, lam=self.lam, k_reg=self.k_reg, randomized=self.randomized, rng=self.rng_)
+        if self.match == "coverage" and not self.allow_empty:
+            self.qhat_ = _displayed_coverage_threshold(p, y, scores, self.topk_coverage_cal_)
+        elif self.match == "coverage":
+            # sets may be empty: their coverage is the fraction of scores <= qhat
+            m = int(np.ceil(round(self.topk_coverage_cal_ * len(y), 9)))
+            self.qhat_ = float(np.partition(scores, m - 1)[m - 1])
+        elif self.quantile_rule == "finite_sample":
+            self.qhat_ = conformal_quantile(scores, self.alpha_)
+        else:
+            self.qhat_ = float(np.quantile(scores, 1.0 - self.alpha_, method="higher"))
+        self.calibration_scores_ = scores
+        return self
+
+    def topk(self, probs: np.ndarray) -> np.ndarray:
+        """Boolean (n, K) top-k sets."""
+        self._check_fitted()
+        return topk_sets(probs, self.k)
+
+    def conformal(self, probs: np.ndarray) -> np.ndarray:
+        """Boolean (n, K) RAPS sets at the matched ``alpha_``."""
+        self._check_fitted()
+        return sets_from_probs(
+            probs,
+            self.qhat_,
+            score="raps",
+            lam=self.lam,
+            k_reg=self.k_reg,
+            randomized=self.randomized,
+            rng=self.rng_,
+            allow_empty=self.allow_empty,
+        )
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "qhat_"):
+            raise RuntimeError("call fit(probs_cal, labels_cal) first")
+
+
+def _displayed_coverage_threshold(p: np.ndarray, y: np.ndarray, scores: np.ndarray, target: float) -> float:
+    """Smallest threshold whose never-empty sets cover at least ``target`` of the calibration points.
+
+    A point whose true label is the model's top label is always covered (its set holds the top label at
+    least); any other point is covered iff its score is ``<= qhat``. So the threshold is an order statistic
+    of the scores of the points the top label misses.
+    """
+    n = len(y)
+    top_right = np.argmax(p, axis=1) == y
+    need = int(np.ceil(round(target * n, 9))) - int(top_right.sum())
+    if need <= 0:
+        return -np.inf
+    rest = np.sort(scores[~top_right])
+    return float(rest[need - 1]) if need <= rest.size else np.inf
