@@ -70,6 +70,8 @@ def make_multi_object_saliency(
     logr[:, 0] = rng.uniform((lo + hi) / 2, hi, size=n)
     r = np.exp(logr)
     shape = rng.integers(0, 3, size=(n, m))  # 0 disk, 1 square, 2 ellipse
+    # A square's corner lies at r * sqrt(2): shrink large squares so that they fit in the image.
+    r = np.where(shape == 1, np.minimum(r, (size - 1) / 2 / np.sqrt(2.0) - 0.5), r)
     aspect = np.where(shape == 2, rng.uniform(0.45, 0.8, size=(n, m)), 1.0)
     horizontal = rng.random((n, m)) < 0.5
     # Circumradius for the no-touch test (a square's corner lies at r * sqrt(2)).

@@ -91,6 +91,8 @@ class SizeInvariantLoss(nn.Module):
         self, logits: torch.Tensor | list[torch.Tensor], target: torch.Tensor, frames: Frames | None = None
     ) -> torch.Tensor:
         outputs = list(logits) if isinstance(logits, (list, tuple)) else [logits]
+        if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
+            raise TypeError("logits must be a torch.Tensor or a non-empty list of them")
         tgt = self._squeeze(target, "target")
         if not torch.isfinite(tgt).all() or tgt.min() < 0 or tgt.max() > 1:
             raise ValueError("target must be a finite binary mask with values in [0, 1]")

@@ -52,7 +52,7 @@ BETA2 = 0.3
 def _to_numpy(x: Any, name: str) -> np.ndarray:
     if hasattr(x, "detach") and hasattr(x, "cpu"):
         x = x.detach().cpu().numpy()
-    if not isinstance(x, (np.ndarray, list, tuple)) and not np.isscalar(x):
+    if not isinstance(x, (np.ndarray, list, tuple)):
         raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(x).__name__}")
     return np.asarray(x)
 
@@ -353,4 +353,9 @@ def evaluate(pred: Any, gt: Any, *, min_area: int = 0) -> dict[str, float]:
         "auc": auc(p, g),
         "si_auc": si_auc(p, g, fr),
     }
-    return {k: float(np.nanmean(np.atleast_1d(v))) for k, v in vals.items()}
+    out = {}
+    for k, v in vals.items():
+        v = np.atleast_1d(v)
+        ok = ~np.isnan(v)
+        out[k] = float(v[ok].mean()) if ok.any() else float("nan")
+    return out

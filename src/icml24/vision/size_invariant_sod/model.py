@@ -25,9 +25,10 @@ class TinyUNet(nn.Module):
         in_channels: input channels (3 for RGB).
         width: channels at full resolution.
         depth: number of scales.
+        head_bias: initial bias of the output logit (-2 ~ a 12% salient-pixel prior).
     """
 
-    def __init__(self, *, in_channels: int = 3, width: int = 8, depth: int = 3) -> None:
+    def __init__(self, *, in_channels: int = 3, width: int = 8, depth: int = 3, head_bias: float = -2.0) -> None:
         super().__init__()
         if depth < 1 or width < 1:
             raise ValueError(f"depth and width must be >= 1, got {depth}, {width}")
@@ -36,6 +37,9 @@ class TinyUNet(nn.Module):
         self.up = nn.ModuleList([nn.ConvTranspose2d(ch[s + 1], ch[s], 2, stride=2) for s in range(depth - 1)])
         self.dec = nn.ModuleList([_block(2 * ch[s], ch[s]) for s in range(depth - 1)])
         self.head = nn.Conv2d(ch[0], 1, 1)
+        # Start from the background prior (most pixels are not salient), as detection heads usually do;
+        # from logit 0 the network spends its first epochs only pulling the background down.
+        nn.init.constant_(self.head.bias, head_bias)
         self.pool = nn.MaxPool2d(2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
