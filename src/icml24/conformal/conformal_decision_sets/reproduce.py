@@ -198,7 +198,8 @@ def run_simulated_trial(config: dict, seed: int) -> dict:
 
 def run_trial_reanalysis(config: dict, seed: int) -> dict:
     """Re-analysis of the released participant-level results, when the folder is there."""
-    folder = find_trial_folder(config.get("data_dir")) if config.get("data_dir") else None
+    # only the folder named in the config: the job must not depend on the machine's environment
+    folder = find_trial_folder(config["data_dir"], fallback=False) if config.get("data_dir") else None
     if folder is None:
         return {"available": False, "reason": "no trial CSVs found (set data_dir, $ICML24_HITL_DATA, or place "
                                               "them in ../shared/data/hitl-conformal)"}

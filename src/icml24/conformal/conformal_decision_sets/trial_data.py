@@ -27,10 +27,13 @@ N_QUESTIONS = {"go-emotions": 40, "object-net": 100, "few-nerd": 50}
 the paper's appendix is the authority. It only rescales accuracies: the tests' p-values do not depend on it."""
 
 
-def find_trial_folder(path: str | os.PathLike | None = None) -> Path | None:
-    """The first folder holding at least one task CSV among: ``path``, ``$ICML24_HITL_DATA``,
-    ``../shared/data/hitl-conformal`` and ``shared/data/hitl-conformal`` relative to the current directory."""
-    candidates = [path, os.environ.get(ENV_VAR), "../shared/data/hitl-conformal", "shared/data/hitl-conformal"]
+def find_trial_folder(path: str | os.PathLike | None = None, *, fallback: bool = True) -> Path | None:
+    """The first folder holding at least one task CSV among: ``path``, then (if ``fallback``)
+    ``$ICML24_HITL_DATA``, ``../shared/data/hitl-conformal`` and ``shared/data/hitl-conformal`` relative to
+    the current directory. ``None`` when there is none."""
+    candidates: list = [path]
+    if fallback:
+        candidates += [os.environ.get(ENV_VAR), "../shared/data/hitl-conformal", "shared/data/hitl-conformal"]
     for c in candidates:
         if not c:
             continue
