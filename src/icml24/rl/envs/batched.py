@@ -53,8 +53,9 @@ class TorchVectorEnv(gym.vector.VectorEnv):
 
     Subclasses set ``single_observation_space``/``single_action_space`` before calling ``super().__init__``
     and implement ``_sample_initial_state(n) -> state`` (a tensor with leading dim n), ``_dynamics(state,
-    action) -> (next_state, reward, terminated)`` and ``_observe(state) -> obs``. The state lives in
-    ``self.state``; everything is batched over the leading dimension.
+    action) -> (next_state, reward, terminated)`` (it may update ``state`` in place and return it) and
+    ``_observe(state) -> obs`` (a new tensor, never a view of the state). The state lives in ``self.state``;
+    everything is batched over the leading dimension.
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -136,7 +137,6 @@ class TorchVectorEnv(gym.vector.VectorEnv):
             idx = done.nonzero().squeeze(1)
             info["final_obs"] = obs.clone()
             info["_final_obs"] = done
-            state = state.clone()
             state[idx] = self._sample_initial_state(int(idx.numel()))
             self.elapsed_steps[idx] = 0
             obs[idx] = self._observe(state[idx])
