@@ -121,7 +121,9 @@ def pcgrad_direction(
 
 def _check_same_structure(a: Grads, b: Grads, name_a: str, name_b: str) -> None:
     if len(a) != len(b):
-        raise ValueError(f"{name_a} and {name_b} must have the same number of tensors, got {len(a)} and {len(b)}")
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same number of tensors, got {len(a)} and {len(b)}"
+        )
     for i, (x, y) in enumerate(zip(a, b)):
         if x.shape != y.shape:
             raise ValueError(

@@ -48,12 +48,12 @@ METHOD_SPECS: tuple[tuple[str, str, float], ...] = (
 LABELS = [m[0] for m in METHOD_SPECS]
 
 QUAD_SCALES = {
-    "smoke": {"n": 64, "dim": 80, "epochs": 40, "lams": [0.1, 1.0]},
+    "smoke": {"n": 64, "dim": 80, "epochs": 30, "lams": [0.1, 1.0]},
     "quick": {"n": 256, "dim": 300, "epochs": 250, "lams": [0.01, 0.1, 1.0, 10.0]},
     "full": {"n": 256, "dim": 300, "epochs": 1000, "lams": [0.01, 0.1, 1.0, 10.0]},
 }
 DIGITS_SCALES = {
-    "smoke": {"epochs": 1, "lams": [0.01, 1.0], "aux": ["lipschitz"], "hidden": [64, 32]},
+    "smoke": {"epochs": 1, "lams": [0.01, 1.0], "aux": ["lipschitz"], "hidden": [32, 16]},
     "quick": {"epochs": 8, "lams": [1e-3, 1e-2, 1e-1, 1.0], "aux": ["lipschitz"], "hidden": [256, 128]},
     "full": {
         "epochs": 30,
@@ -248,7 +248,9 @@ def _quadratic_tables(results: Sequence[JobResult]) -> tuple[list[Table], dict, 
             if any(math.isnan(v) for v in (*b, *o)):
                 continue
             wins.append(b[0] < o[0] and b[1] < o[1])
-            evid.append(f"lam={lam:g} vs {other}: dist {b[0]:.3g} vs {o[0]:.3g}, main {b[1]:.3g} vs {o[1]:.3g}")
+            evid.append(
+                f"lam={lam:g} vs {other}: dist {b[0]:.3g} vs {o[0]:.3g}, main {b[1]:.3g} vs {o[1]:.3g}"
+            )
     if not wins:
         return [table], stats, None
     verdict = "supported" if all(wins) else ("not_supported" if not any(wins) else "inconclusive")
@@ -344,7 +346,9 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             pts = [(mean_std([r.metrics["aux_value"] for r in groups.get((label, lam), [])])[0],
                     mean_std([r.metrics["test_loss"] for r in groups.get((label, lam), [])])[0]) for lam in lams]  # fmt: skip
             ax[0, 0].plot(*zip(*pts), marker="o", label=label)
-        ax[0, 0].set(xlabel=f"aux ({aux})", ylabel="test cross-entropy", title=f"Digits Pareto fronts ({aux})")
+        ax[0, 0].set(
+            xlabel=f"aux ({aux})", ylabel="test cross-entropy", title=f"Digits Pareto fronts ({aux})"
+        )
         ax[0, 0].legend(fontsize=7)
         figures.append(_figure(f"Digits Pareto front, aux={aux}", fig))
     verdicts = [c.verdict for c in checks]

@@ -81,15 +81,19 @@ def inclusion_probabilities(q: np.ndarray, k: int) -> np.ndarray:
     if q.ndim != 1 or not np.all(np.isfinite(q)) or np.any(q < 0) or not q.sum() > 0:
         raise ValueError("q must be a 1-D array of finite, nonnegative numbers with a positive sum")
     k = check_k(k, int(np.count_nonzero(q)))
+    return _water_fill(q, float(k))
+
+
+def _water_fill(q: np.ndarray, budget: float) -> np.ndarray:
+    """``min(1, c q)`` with ``sum = budget`` (``0 < budget <= #nonzero q``)."""
     order = np.sort(q[q > 0])[::-1]
     csum_rest = np.cumsum(order[::-1])[::-1]  # sum of order[j:]
-    # with the j largest capped at 1: c = (k - j) / sum(order[j:]); valid when c * order[j] <= 1
-    for j in range(k):
-        c = (k - j) / csum_rest[j]
-        if c * order[j] <= 1.0 + 1e-12:
-            break
-    else:  # pragma: no cover - j = k - 1 always satisfies the condition once k rows are capped
-        c = np.inf
+    # with the j largest capped at 1: c_j = (budget - j) / sum(order[j:]); the first j with
+    # c_j * order[j] <= 1 is consistent (the uncapped rows stay below 1)
+    j = np.arange(int(np.ceil(budget)))
+    c = (budget - j) / csum_rest[j]
+    ok = np.flatnonzero(c * order[j] <= 1.0 + 1e-12)
+    c = c[ok[0]] if ok.size else np.inf
     return np.minimum(1.0, c * q)
 
 
@@ -266,12 +270,47 @@ def union_of_column_coresets(
     tau = lewis_weights(A, p, tol=1e-6) if lewis is None else lewis
     if X0 is None:
         X0 = solve_multi_lp(A, B, max(p, 1.0)).X
-    # a row's weight in the union is 1 / P(row in union) so that the union stays unbiased
-    k_col = max(1, k // m)
+    # each column gets an expected budget k/m (fractional when k < m, so that the union's expected size
+    # stays <= k); a row's weight in the union is 1 / P(row in union), which keeps the union unbiased
     miss = np.ones(n)
     for j in range(m):
         qj = coreset_probabilities(A, B[:, j], p, X0=X0[:, j : j + 1], lewis=tau, mix=mix)
-        miss *= 1.0 - inclusion_probabilities(qj, min(k_col, int(np.count_nonzero(qj))))
+        miss *= 1.0 - _water_fill(qj, k / m)
     pi = 1.0 - miss
     keep = np.flatnonzero(rng.random(n) < pi)
     return Coreset(keep, 1.0 / pi[keep])
+
+
+def p2_worst_case_error(A: np.ndarray, B: np.ndarray, coreset: Coreset) -> float:
+    """The exact strong-coreset error ``sup_X |cost_S(X)/f(X) - 1|`` at ``p = 2``, over ALL ``X``.
+
+    With ``v = (x_1, ..., x_m, t)`` both costs are quadratic forms in ``v`` (at ``t = -1``) with an arrowhead
+    structure: ``x_j`` blocks ``A^T W A`` on the diagonal, couplings ``A^T W b_j`` to ``t`` and
+    ``sum_j b_j^T W b_j`` in the corner (``W = I`` for ``f``). The ratio is scale-invariant, so the sup is
+    the extreme generalised eigenvalues of the ``(dm + 1)``-dimensional pencil. (The per-column bound
+    ``max_j`` of the eigenvalues of ``([A, b_j]^T W [A, b_j], [A, b_j]^T [A, b_j])`` is only an upper bound
+    for ``m > 1``: one column cannot make the others' costs vanish.)
+    """
+    from scipy.linalg import eigh
+
+    A = check_matrix(A, "A")
+    B = check_responses(B, A.shape[0])
+    n, d = A.shape
+    m = B.shape[1]
+    w = np.zeros(n)
+    w[coreset.indices] = coreset.weights
+
+    def pencil(weights: np.ndarray) -> np.ndarray:
+        Aw = A * weights[:, None]
+        K = np.zeros((d * m + 1, d * m + 1))
+        AtA = A.T @ Aw
+        AtB = Aw.T @ B  # (d, m)
+        for j in range(m):
+            K[j * d : (j + 1) * d, j * d : (j + 1) * d] = AtA
+            K[j * d : (j + 1) * d, -1] = AtB[:, j]
+            K[-1, j * d : (j + 1) * d] = AtB[:, j]
+        K[-1, -1] = float(weights @ (B**2).sum(axis=1))
+        return K
+
+    lam = eigh(pencil(w), pencil(np.ones(n)), eigvals_only=True)
+    return float(max(lam[-1] - 1.0, 1.0 - lam[0]))

@@ -40,7 +40,12 @@ def power_mean_cost(points: np.ndarray, x: np.ndarray, p: float, weights: np.nda
 
 
 def solve_power_mean(
-    points: np.ndarray, p: float, weights: np.ndarray | None = None, *, max_iter: int = 500, tol: float = 1e-12
+    points: np.ndarray,
+    p: float,
+    weights: np.ndarray | None = None,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-12,
 ) -> np.ndarray:
     """The minimiser of ``sum_i w_i ||x - b_i||^p`` (``p >= 1``; convex).
 
@@ -82,7 +87,9 @@ def solve_power_mean(
         return float(val) / norm, grad / norm
 
     norm = power_mean_cost(points, x, p, w) or 1.0
-    res = minimize(fun, x, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-12})
+    res = minimize(
+        fun, x, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-12}
+    )
     return res.x
 
 
