@@ -156,7 +156,9 @@ def augmented_backup(mdp: Outcomes, grid: YGrid, Q: np.ndarray, gamma: float) ->
     ny = grid.next_index[:, r_idx].transpose(1, 2, 3, 0)  # (S, A, K, Y)
     V = Q.max(-1)  # (S, Y)
     v_next = V[mdp.next_state[..., None], np.maximum(ny, 0)]
-    cont = np.where(ny >= 0, gamma * np.maximum(y[np.maximum(ny, 0)], v_next), m)  # saturated y': gamma y' = m
+    cont = np.where(
+        ny >= 0, gamma * np.maximum(y[np.maximum(ny, 0)], v_next), m
+    )  # saturated y': gamma y' = m
     target = np.where(mdp.terminal[..., None], m, cont)
     return np.einsum("sak,saky->sya", mdp.prob, target)
 
@@ -176,7 +178,9 @@ def max_reward_value_iteration(
     return Q, grid
 
 
-def maxdet_value_iteration(mdp: Outcomes, gamma: float, *, tol: float = 1e-12, max_iter: int = 10_000) -> np.ndarray:
+def maxdet_value_iteration(
+    mdp: Outcomes, gamma: float, *, tol: float = 1e-12, max_iter: int = 10_000
+) -> np.ndarray:
     """The y-free recursion ``Q(s, a) = E[terminated ? r : max(r, gamma max_a' Q(s', a'))]`` (baseline)."""
     check_gamma(gamma)
     Q = np.zeros((mdp.n_states, mdp.n_actions))

@@ -1,0 +1,189 @@
+"""Max-reward RL: the augmented Bellman operator's properties, exact DP checks, estimator, max-TD3."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml24.rl.envs.mazes import GridMaze
+from icml24.rl.max_reward import (
+    MaxTD3Agent,
+    Outcomes,
+    augmented_backup,
+    check_reward_bounds,
+    cumulative_value_iteration,
+    max_returns,
+    max_reward_value_iteration,
+    maxdet_value_iteration,
+    maze_q_learning,
+    rollout,
+    stochastic_counterexample,
+    y_grid,
+)
+from icml24.rl.value import TabularMDP, TD3Config
+
+torch.set_num_threads(1)
+
+
+def _random_outcomes(seed, S=4, A=3, K=2, levels=4, terminal_p=0.2):
+    rng = np.random.default_rng(seed)
+    prob = rng.dirichlet(np.ones(K), size=(S, A))
+    nxt = rng.integers(0, S, (S, A, K))
+    rew = rng.integers(0, levels, (S, A, K)) / levels  # few distinct rewards: small y grid
+    term = rng.random((S, A, K)) < terminal_p
+    return Outcomes(prob, nxt, rew, term, np.eye(S)[0])
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), gamma=st.sampled_from([0.5, 0.8, 0.9]))
+def test_augmented_operator_is_a_gamma_contraction(seed, gamma):
+    m = _random_outcomes(seed)
+    grid = y_grid(m.reward, gamma)
+    rng = np.random.default_rng(seed + 1)
+    shape = (m.n_states, len(grid.values), m.n_actions)
+    Q1, Q2 = rng.random(shape), rng.random(shape)
+    d_in = np.abs(Q1 - Q2).max()
+    d_out = np.abs(augmented_backup(m, grid, Q1, gamma) - augmented_backup(m, grid, Q2, gamma)).max()
+    assert d_out <= gamma * d_in + 1e-12
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_value_at_least_y_and_monotone_in_y(seed):
+    m = _random_outcomes(seed)
+    Q, grid = max_reward_value_iteration(m, 0.9)
+    V = Q.max(-1)  # (S, Y); grid values sorted increasingly
+    assert np.all(V >= grid.values[None, :] - 1e-12)
+    assert np.all(np.diff(V, axis=1) >= -1e-12)
+
+
+def test_value_equals_y_above_the_largest_reward():
+    m = _random_outcomes(3)
+    grid = y_grid(m.reward, 0.9)
+    assert np.all(grid.values < grid.r_max)
+    # every y' >= r_max is marked saturated (-1): there V(s, y') = y'
+    y2 = np.maximum(grid.values[:, None], grid.rewards[None, :]) / 0.9
+    assert np.all((grid.next_index == -1) == (y2 >= grid.r_max - 1e-12))
+
+
+def test_deterministic_env_augmented_at_y0_equals_maxdet():
+    m = Outcomes.from_tabular(GridMaze(slip=0.0).to_mdp())
+    Q, _ = max_reward_value_iteration(m, 0.95)
+    np.testing.assert_allclose(Q[:, 0, :], maxdet_value_iteration(m, 0.95), atol=1e-10)
+
+
+def test_single_terminal_reward_max_equals_cumulative():
+    m = Outcomes.from_tabular(GridMaze(reward="sparse", slip=0.2).to_mdp())
+    Qm, _ = max_reward_value_iteration(m, 0.9)
+    Qc = cumulative_value_iteration(m, 0.9)
+    np.testing.assert_allclose(Qm[:, 0, :], Qc, atol=1e-8)
+
+
+def test_stochastic_counterexample_values():
+    m = stochastic_counterexample()
+    Q, grid = max_reward_value_iteration(m, 1.0)
+    assert Q[0, 0].max() == pytest.approx(0.725, abs=1e-12)
+    assert maxdet_value_iteration(m, 1.0)[0].max() == pytest.approx(0.65, abs=1e-12)
+    mc = rollout(m, Q.argmax(-1), gamma=1.0, episodes=400_000, horizon=3, rng=np.random.default_rng(0), grid=grid)
+    assert abs(mc["max_return"].mean() - 0.725) < 4 * mc["max_return"].std() / np.sqrt(400_000)
+
+
+def test_shift_invariance_of_the_policy():
+    env = GridMaze(slip=0.2)
+    m = Outcomes.from_tabular(env.to_mdp())
+    Q1, g1 = max_reward_value_iteration(m, 0.95)
+    c = 0.25  # adding c to rewards and to r_lb: the shifted problem is the same one
+    m2 = m.shifted(c).shifted(-c)
+    Q2, _ = max_reward_value_iteration(m2, 0.95)
+    np.testing.assert_array_equal(Q1.argmax(-1), Q2.argmax(-1))
+    # and the greedy policy of the y-augmented DP ranks actions as the raw reward ranks cells
+    assert Q1[env.start_state, 0].max() > 0
+
+
+def test_max_return_estimator_matches_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        T, gamma, y0 = int(rng.integers(1, 12)), float(rng.uniform(0.5, 1.0)), float(rng.uniform(0, 0.5))
+        r = rng.random(T)
+        G = max_returns(r, gamma, y0)
+        y = y0
+        for t in range(T):
+            brute = max([y] + [gamma ** (k - t) * r[k] for k in range(t, T)])
+            assert G[t] == pytest.approx(brute, rel=1e-12)
+            y = max(y, r[t]) / gamma
+    batched = max_returns(rng.random((3, 5)), 0.9)
+    assert batched.shape == (3, 5)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="bracket"):
+        check_reward_bounds(np.array([0.0, 2.0]), 0.0, 1.0)
+    with pytest.raises(ValueError, match="r_lb < r_ub"):
+        check_reward_bounds(np.array([0.5]), 1.0, 0.0)
+    with pytest.raises(ValueError, match="gamma"):
+        max_reward_value_iteration(stochastic_counterexample(), 1.2)
+    with pytest.raises(ValueError, match="non-negative"):
+        y_grid(np.array([-0.5, 1.0]), 0.9)
+    with pytest.raises(ValueError, match="objective"):
+        maze_q_learning(stochastic_counterexample(), objective="sum", gamma=0.9)
+    with pytest.raises(ValueError, match="shape"):
+        Outcomes(np.ones((1, 1, 1)), np.zeros((1, 1, 2)), np.zeros((1, 1, 1)), np.zeros((1, 1, 1)), np.ones(1))
+
+
+def test_tabular_max_q_learning_learns_the_counterexample():
+    m = stochastic_counterexample()
+    out = maze_q_learning(m, objective="max", gamma=1.0, alpha=0.05, epsilon=0.5, horizon=3, episodes=3000,
+                          n_runs=4, seed=0, eval_every=3000)  # fmt: skip
+    Q = out["Q"].mean(0)
+    y_idx = {round(v, 6): i for i, v in enumerate(out["grid"].values)}
+    assert Q[1, y_idx[0.7]].argmax() == 1 and Q[1, y_idx[0.0]].argmax() == 0  # gamble only after 0.7
+    assert Q[0, 0].max() == pytest.approx(0.725, abs=0.05)
+
+
+def test_max_td3_critic_bounds_target_and_reward_check():
+    agent = MaxTD3Agent(obs_dim=2, action_dim=2, r_lb=-1.0, r_ub=1.0, config=TD3Config(gamma=0.9, hidden=(16,),
+                        batch_size=8), seed=0)  # fmt: skip
+    g = torch.Generator().manual_seed(0)
+    y = torch.rand(64, generator=g) * 2
+    obs = torch.cat([torch.randn(64, 2, generator=g), y[:, None]], 1)
+    a = torch.rand(64, 2, generator=g) * 2 - 1
+    q = agent.critic_value(agent.critics[0], obs, a)
+    assert torch.all(q >= y - 0.01 * 2 - 1e-6) and torch.all(q <= 2.0 + 1e-6)
+    r = torch.rand(8, generator=g) * 2
+    batch = {"obs": obs[:8], "action": a[:8], "reward": r, "next_obs": obs[8:16], "terminated": torch.ones(8)}
+    torch.testing.assert_close(agent.compute_target(batch), torch.maximum(y[:8], r))
+    batch["terminated"] = torch.zeros(8)
+    assert torch.all(agent.compute_target(batch) >= torch.maximum(y[:8], r) - 1e-6)
+    with pytest.raises(ValueError, match="bracket"):
+        agent.shift(torch.tensor([1.5]))
+    torch.testing.assert_close(agent.next_y(torch.tensor([0.5]), torch.tensor([0.9])), torch.tensor([1.0]))
+
+
+def test_cumulative_optimum_loiters_and_max_optimum_walks_in():
+    from icml24.rl.max_reward.reproduce import run_exact_optimum
+
+    out = run_exact_optimum({"gamma": 0.99, "slip": 0.0, "horizon": 200, "episodes": 1}, 0)
+    assert out["cumulative_success"] == 0.0 and out["max_success"] == 1.0
+
+
+def test_reproduction_smoke():
+    from icml24.common.experiment import execute_job
+    from icml24.rl.max_reward.reproduce import REPRODUCTION as R
+
+    res = [execute_job(j) for j in R.jobs("smoke")]
+    assert all(r.status == "ok" for r in res), [r.error for r in res if r.error]
+    a = R.analyze(res, "smoke")
+    assert a.verdict in ("supported", "not_supported", "inconclusive")
+    assert R.analyze([], "smoke").verdict == "inconclusive"
+    assert execute_job(res[0].job).metrics == res[0].metrics
+
+
+def test_tabular_mdp_of_the_maze_is_consistent_with_the_env():
+    env = GridMaze(slip=0.0)
+    mdp: TabularMDP = env.to_mdp()
+    s, _ = env.reset(seed=0)
+    for a in [1, 1, 2, 2, 3, 0]:
+        s2, r, term, trunc, _ = env.step(a)
+        assert mdp.P[s, a, s2] == 1.0 and mdp.R[s, a, s2] == r and mdp.terminal[s, a, s2] == term
+        s = s2

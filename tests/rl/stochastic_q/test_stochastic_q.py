@@ -1,0 +1,172 @@
+"""Stochastic Q-learning: the stochastic max's guarantees, exactness at full candidate sets, cost counts."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml24.rl.stochastic_q import (
+    StochasticCandidates,
+    StochasticMaximizer,
+    candidate_size,
+    make_dqn_agent,
+    p_top_m_in_random_set,
+    run_tabular,
+    sample_without_replacement,
+    stochastic_max,
+)
+from icml24.rl.value import ActionGrid, DQNConfig, QLearningConfig, TabularMDP, train_dqn, value_iteration
+
+torch.set_num_threads(1)  # tiny networks: threads only add contention on a shared CPU
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 300), k=st.integers(1, 40), seed=st.integers(0, 1000))
+def test_stoch_max_never_exceeds_max_and_is_exact_iff_argmax_in_set(n, k, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((16, n))
+    v, a, ev = stochastic_max(q, k, rng)
+    assert np.all(v <= q.max(1))
+    np.testing.assert_array_equal(v, q[np.arange(16), a])
+    assert ev == 16 * min(k, n)
+    assert np.all((v == q.max(1)) == (a == q.argmax(1)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 200), k=st.integers(1, 200), seed=st.integers(0, 100))
+def test_subsets_are_distinct_and_in_range(n, k, seed):
+    s = sample_without_replacement(n, k, 32, np.random.default_rng(seed))
+    assert s.shape == (32, min(k, n))
+    assert np.all((s >= 0) & (s < n))
+    assert all(len(set(row)) == len(row) for row in s.tolist())
+
+
+def test_argmax_coverage_and_hypergeometric_top_m():
+    n, draws = 256, 20_000
+    k = candidate_size(n)
+    rng = np.random.default_rng(0)
+    q = np.tile(np.arange(n, dtype=float), (draws, 1))  # fixed ranking: action n-1 is the argmax
+    _, a, _ = stochastic_max(q, k, rng)
+    p = k / n
+    assert abs((a == n - 1).mean() - p) <= 3 * math.sqrt(p * (1 - p) / draws)
+    m = 10
+    p_top = p_top_m_in_random_set(n, k, m)
+    emp = (a >= n - m).mean()
+    assert abs(emp - p_top) <= 3 * math.sqrt(p_top * (1 - p_top) / draws)
+    # closed form against the exact ratio of binomials
+    assert p_top == pytest.approx(1 - math.comb(n - m, k) / math.comb(n, k), rel=1e-10)
+
+
+def test_memory_makes_stoch_max_monotone_and_reach_the_max():
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((200, 512))
+    mem = np.full((200, 1), -1)
+    vals = []
+    for _ in range(300):
+        v, a, _ = stochastic_max(q, 9, rng, mem)
+        mem = a[:, None]
+        vals.append(v)
+    vals = np.stack(vals, 1)
+    assert np.all(np.diff(vals, axis=1) >= 0)
+    # P(not found in 300 draws) = (1 - 9/512)^300 ~ 0.5%: nearly every row reaches the max
+    assert (vals[:, -1] == q.max(1)).mean() > 0.95
+
+
+def test_tabular_maximizer_keeps_per_state_memory():
+    mx = StochasticMaximizer(n_runs=3, n_states=2, k=2)
+    rng = np.random.default_rng(0)
+    q = np.tile(np.arange(50.0), (3, 1))
+    v1, a1, _ = mx(q, np.array([0, 0, 1]), rng)
+    np.testing.assert_array_equal(mx.memory[[0, 1, 2], [0, 0, 1]], a1)
+    v2, _, _ = mx(q, np.array([0, 0, 1]), rng)
+    assert np.all(v2 >= v1)
+
+
+def test_invalid_candidate_set_size():
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        stochastic_max(np.zeros((2, 5)), 0, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="int"):
+        stochastic_max(np.zeros((2, 5)), 2.5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        StochasticCandidates(k=-1)
+    with pytest.raises(ValueError, match="memory"):
+        StochasticCandidates(memory="argmax")
+    with pytest.raises(ValueError, match="n_actions"):
+        candidate_size(0)
+
+
+def _pendulum_run(method, k, steps=40):
+    env = gym.make("Pendulum-v1")
+    grid = ActionGrid(env.action_space.low, env.action_space.high, 16)
+    agent = make_dqn_agent(method, obs_dim=3, action_table=grid.table(), k=k, seed=3,
+                           config=DQNConfig(batch_size=8, epsilon_decay=0.9))  # fmt: skip
+    out = train_dqn(env, agent, steps=steps, seed=3, grid=grid, max_episode_steps=20)
+    return agent, out
+
+
+@pytest.mark.parametrize("exact,stoch", [("dqn", "stochdqn"), ("ddqn", "stochddqn")])
+def test_full_candidate_set_equals_exact_dqn_bit_for_bit(exact, stoch):
+    a1, o1 = _pendulum_run(exact, None)
+    a2, o2 = _pendulum_run(stoch, 16)
+    for p, q in zip(a1.q.parameters(), a2.q.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert o1["episode_returns"] == o2["episode_returns"]
+    a3, _ = _pendulum_run(stoch, 3)  # a real candidate set changes the learned network
+    assert any(not torch.equal(p, q) for p, q in zip(a1.q.parameters(), a3.q.parameters(), strict=True))
+
+
+def test_evaluation_counts_per_update():
+    g = ActionGrid([-1.0], [1.0], 64)
+    for method, per_target in (("dqn", 64), ("stochdqn", None)):
+        agent = make_dqn_agent(method, obs_dim=3, action_table=g.table(), config=DQNConfig(batch_size=4), seed=0,
+                               memory="none", k=6)  # fmt: skip
+        rng = np.random.default_rng(0)
+        for _ in range(4):
+            agent.store(rng.normal(size=3), int(rng.integers(64)), 0.0, rng.normal(size=3), False)
+        before = agent.evaluations
+        agent.update()
+        # Q(s, a) of the batch (4) + the target's max over the candidate set (4 x |C|)
+        expected = 4 + 4 * (per_target if per_target else 6)
+        assert agent.evaluations - before == expected
+
+
+def test_single_action_mdp_double_and_single_agree():
+    P = np.ones((1, 1, 1))
+    mdp = TabularMDP(P=P, R=np.full((1, 1, 1), 0.5), terminal=np.zeros((1, 1, 1), bool), start=np.ones(1))
+    cfg = QLearningConfig(gamma=0.5, alpha=0.5, epsilon=0.0, horizon=10)
+    outs = [run_tabular(m, mdp, config=cfg, n_runs=2, steps=200, seed=0)["Q"] for m in
+            ("q_learning", "double_q_learning", "stoch_q_learning", "stoch_double_q_learning")]  # fmt: skip
+    for Q in outs:
+        np.testing.assert_allclose(Q, 1.0, atol=1e-6)  # 0.5 / (1 - 0.5)
+
+
+def test_stochastic_q_learning_converges_on_tiny_mdp():
+    rng = np.random.default_rng(0)
+    S, A = 3, 8
+    P = rng.dirichlet(np.ones(S), size=(S, A))
+    R = np.broadcast_to(rng.random((S, A))[..., None], (S, A, S)).copy()
+    mdp = TabularMDP(P=P, R=R, terminal=np.zeros((S, A, S), bool), start=np.ones(S) / S)
+    Q_star = value_iteration(mdp, 0.5)
+    cfg = QLearningConfig(gamma=0.5, alpha=0.05, epsilon=1.0, horizon=1000)
+    out = run_tabular("stoch_q_learning", mdp, config=cfg, k=3, n_runs=4, steps=6000, seed=0)
+    np.testing.assert_allclose(out["Q"].mean(0), Q_star, atol=0.08)
+    assert np.array_equal(out["Q"].mean(0).argmax(1), Q_star.argmax(1))
+
+
+def test_reproduction_smoke():
+    from icml24.common.experiment import execute_job
+    from icml24.rl.stochastic_q.reproduce import REPRODUCTION as R
+
+    jobs = [j for j in R.jobs("smoke") if j.experiment != "deep_timing" or j.config["mode"] == "batched"]
+    res = [execute_job(j) for j in jobs]
+    assert all(r.status == "ok" for r in res), [r.error for r in res if r.error]
+    a = R.analyze(res, "smoke")
+    assert a.verdict in ("supported", "not_supported", "inconclusive")
+    assert any("closed forms" in c.claim and c.verdict == "supported" for c in a.checks)
+    assert R.analyze([], "smoke").verdict == "inconclusive"
+    again = execute_job(jobs[0])
+    assert again.metrics == res[0].metrics

@@ -1,0 +1,174 @@
+"""Shared value-based machinery: replay, action grid, DQN/DDQN targets, tabular DP and Q-learning, TD3."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml24.rl.value import (
+    ActionGrid,
+    DQNAgent,
+    DQNConfig,
+    QLearningConfig,
+    ReplayBuffer,
+    StateActionQNetwork,
+    StateQNetwork,
+    TabularMDP,
+    TD3Agent,
+    TD3Config,
+    policy_evaluation,
+    q_learning,
+    value_iteration,
+)
+
+
+def test_replay_fifo_and_shapes():
+    buf = ReplayBuffer(capacity=4, fields={"obs": ((2,), torch.float32), "terminated": ((), torch.float32)})
+    buf.add({"obs": torch.arange(6.0).reshape(3, 2), "terminated": torch.zeros(3)})
+    buf.add({"obs": torch.full((3, 2), 9.0), "terminated": torch.ones(3)})
+    assert len(buf) == 4
+    batch = buf.sample(64, torch.Generator().manual_seed(0))
+    # the two oldest rows (0,1) and (2,3) were overwritten; (4,5) survives
+    assert set(batch["obs"][:, 0].tolist()) <= {4.0, 9.0}
+    with pytest.raises(ValueError, match="shape"):
+        buf.add({"obs": torch.zeros(1, 3), "terminated": torch.zeros(1)})
+    with pytest.raises(ValueError, match="fields"):
+        buf.add({"obs": torch.zeros(1, 2)})
+
+
+@settings(max_examples=30, deadline=None)
+@given(d=st.integers(1, 3), levels=st.integers(2, 7))
+def test_action_grid_is_a_bijection_with_exact_endpoints(d, levels):
+    low = -np.arange(1, d + 1, dtype=float)
+    high = np.arange(1, d + 1, dtype=float) * 2
+    g = ActionGrid(low, high, levels)
+    idx = np.arange(g.n)
+    acts = g.index_to_action(idx)
+    assert g.n == levels**d
+    assert len(np.unique(acts, axis=0)) == g.n
+    np.testing.assert_array_equal(g.action_to_index(acts), idx)
+    np.testing.assert_allclose(acts[0], low)
+    np.testing.assert_allclose(acts[-1], high)
+    assert np.all(np.abs(g.table()) <= 1.0)
+
+
+def test_action_grid_bad_input():
+    with pytest.raises(ValueError, match="levels"):
+        ActionGrid([-1], [1], 1)
+    with pytest.raises(ValueError, match="high > low"):
+        ActionGrid([1], [-1], 3)
+    with pytest.raises(ValueError, match="action index"):
+        ActionGrid([-1], [1], 3).index_to_action(3)
+
+
+def test_batched_and_looped_scoring_agree_and_count():
+    torch.manual_seed(0)
+    g = ActionGrid([-2.0], [2.0], 16)
+    net = StateActionQNetwork(obs_dim=3, action_table=g.table())
+    obs = torch.randn(5, 3)
+    cand = torch.tensor([0, 3, 7, 15])
+    a = net.q_candidates(obs, cand)
+    b = net.q_candidates_looped(obs, cand)
+    torch.testing.assert_close(a, b)
+    assert net.evaluations == 2 * 5 * 4
+    with pytest.raises(ValueError, match="obs"):
+        net.q_candidates(torch.randn(5, 4), cand)
+    with pytest.raises(TypeError, match="integer"):
+        net.q_candidates(obs, cand.float())
+    head = StateQNetwork(obs_dim=3, n_actions=16)
+    assert head.q_candidates(obs, cand).shape == (5, 4)
+
+
+def _filled_agent(double, seed=0):
+    g = ActionGrid([-2.0], [2.0], 8)
+    agent = DQNAgent(obs_dim=3, action_table=g.table(), config=DQNConfig(double=double, batch_size=4), seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(8):
+        agent.store(rng.normal(size=3), int(rng.integers(8)), float(rng.normal()), rng.normal(size=3), False)
+    return agent
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_dqn_target_matches_brute_force(double):
+    agent = _filled_agent(double)
+    batch = agent.buffer.sample(4, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        # brute force: score every action one row at a time
+        q_t = torch.stack([agent.q_target(batch["next_obs"], torch.full((4,), a)) for a in range(8)], 1)
+        q_o = torch.stack([agent.q(batch["next_obs"], torch.full((4,), a)) for a in range(8)], 1)
+        boot = q_t.gather(1, q_o.argmax(1, keepdim=True)).squeeze(1) if double else q_t.max(1).values
+        expected = batch["reward"] + 0.99 * (1 - batch["terminated"]) * boot
+    torch.testing.assert_close(agent.td_target(batch), expected)
+
+
+def test_dqn_terminated_cuts_bootstrap_truncated_does_not():
+    agent = _filled_agent(False)
+    batch = agent.buffer.sample(4, torch.Generator().manual_seed(1))
+    batch["terminated"] = torch.ones(4)
+    torch.testing.assert_close(agent.td_target(batch), batch["reward"])
+
+
+def test_dqn_bad_obs_shape():
+    agent = _filled_agent(False)
+    with pytest.raises(ValueError, match="obs"):
+        agent.act(np.zeros(4))
+    with pytest.raises(ValueError, match="gamma"):
+        DQNConfig(gamma=1.5)
+
+
+def _two_state_mdp(p_slip=0.0):
+    # s0 -a1-> s1 (reward 1, terminal); a0 stays (reward 0.1)
+    P = np.zeros((2, 2, 2))
+    P[0, 0, 0] = 1
+    P[0, 1, 1] = 1 - p_slip
+    P[0, 1, 0] = p_slip
+    P[1, :, 1] = 1
+    R = np.zeros((2, 2, 2))
+    R[0, 0, 0] = 0.1
+    R[0, 1, 1] = 1.0
+    T = np.zeros((2, 2, 2), dtype=bool)
+    T[0, 1, 1] = True
+    return TabularMDP(P=P, R=R, terminal=T, start=np.array([1.0, 0.0]))
+
+
+def test_value_iteration_closed_form():
+    mdp = _two_state_mdp()
+    Q = value_iteration(mdp, 0.9)
+    # Q(s0, a1) = 1; Q(s0, a0) = 0.1 + 0.9 * 1 = 1.0
+    np.testing.assert_allclose(Q[0], [1.0, 1.0], atol=1e-9)
+    np.testing.assert_allclose(policy_evaluation(mdp, np.array([0, 0]), 0.9)[0], 0.1 / 0.1, atol=1e-9)
+
+
+def test_tabular_q_learning_converges_to_q_star():
+    mdp = _two_state_mdp(p_slip=0.3)
+    Q_star = value_iteration(mdp, 0.8)
+    out = q_learning(mdp, config=QLearningConfig(gamma=0.8, alpha=0.05, epsilon=1.0, horizon=20), n_runs=4,
+                     steps=4000, seed=0)  # fmt: skip
+    np.testing.assert_allclose(out["Q"][:, 0].mean(0), Q_star[0], atol=0.05)
+
+
+def test_q_learning_bad_gamma():
+    with pytest.raises(ValueError, match="gamma"):
+        q_learning(_two_state_mdp(), config=QLearningConfig(gamma=-0.1), n_runs=1, steps=1, seed=0)
+
+
+def test_tabular_mdp_validation():
+    with pytest.raises(ValueError, match="probability"):
+        TabularMDP(P=np.ones((2, 1, 2)), R=np.zeros((2, 1, 2)), terminal=np.zeros((2, 1, 2), bool),
+                   start=np.array([1.0, 0]))  # fmt: skip
+
+
+def test_td3_update_runs_and_target_respects_termination():
+    agent = TD3Agent(obs_dim=2, action_dim=1, config=TD3Config(batch_size=8, hidden=(16,)), seed=0)
+    g = torch.Generator().manual_seed(0)
+    agent.store({"obs": torch.randn(16, 2, generator=g), "action": torch.rand(16, 1, generator=g) * 2 - 1,
+                 "reward": torch.randn(16, generator=g), "next_obs": torch.randn(16, 2, generator=g),
+                 "terminated": torch.ones(16)})  # fmt: skip
+    batch = agent.buffer.sample(8, g)
+    torch.testing.assert_close(agent.compute_target(batch), batch["reward"])
+    before = [p.clone() for p in agent.critics.parameters()]
+    assert agent.update() is not None and agent.update() is not None
+    assert any(not torch.equal(a, b) for a, b in zip(before, agent.critics.parameters(), strict=True))
+    with pytest.raises(ValueError, match="obs"):
+        agent.act(torch.zeros(3, 5))
