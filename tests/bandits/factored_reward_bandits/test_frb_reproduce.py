@@ -62,3 +62,13 @@ def test_verdict_is_computed_from_the_numbers() -> None:
     assert analyze(losing + flatter, "quick").verdict == "not_supported"
     steeper = [_par(2, 2, 1), _par(5, 3, 4), _par(10, 4, 16)]
     assert analyze(widening + steeper, "quick").verdict == "not_supported"
+    small_first = [_flat(2, 3, 1, 1.5), _flat(2, 5, 1, 5), _flat(3, 3, 1, 4), _flat(3, 5, 1, 9)]
+    assert analyze(small_first + flatter, "quick").verdict == "inconclusive"  # below UCB1 but < 2x at one point
+
+
+def test_equal_slopes_in_d_are_a_tie_not_evidence() -> None:
+    widening = [_flat(2, 3, 1, 3), _flat(2, 5, 1, 5), _flat(3, 3, 1, 4), _flat(3, 5, 1, 9)]
+    proportional = [_par(2, 1, 5), _par(5, 1.2, 6), _par(10, 1.3, 6.5)]  # F-Track = 5 x F-UCB: same slope
+    analysis = analyze(widening + proportional, "quick")
+    check = next(c for c in analysis.checks if c.claim.startswith("F-Track's regret"))
+    assert check.verdict == "inconclusive" and "tie" in check.evidence

@@ -14,7 +14,8 @@ Experiments (each job runs several trials vectorised; jobs are repeated over see
 Verdict rule (also in the README): the claim is *supported* when (C1) F-UCB's mean regret is below both
 flattened baselines in every configuration and at most half of UCB1's, (C2) the UCB1 / F-UCB regret ratio grows
 along every step of ``K`` and of ``d`` in the grid, and (C3) the log-log slope of F-Track's regret against ``d``
-is below F-UCB's at every (sigma, T); *not supported* when any of them fails outright; otherwise inconclusive.
+is below F-UCB's at every (sigma, T) where the two slopes differ by at least ``SLOPE_TIE`` (and there is one);
+*not supported* when any of them fails outright; otherwise inconclusive.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ TRIALS = {"smoke": 3, "quick": 5, "full": 10}
 MOM_BUDGET = 7_000_000
 """Largest ``n_trials * K^d * T`` for which the median-of-means baseline (which keeps every reward) is run."""
 N_POINTS = 100
+SLOPE_TIE = 0.05
+"""Slopes of log R_T in log d closer than this are a tie: that (sigma, T) cannot tell which is flatter."""
 LABELS = {"fucb": "F-UCB", "ucb1": "UCB1 (flattened)", "mom": "MoM-UCB (flattened)", "ftrack": "F-Track"}
 MODULE = "icml24.bandits.factored_reward_bandits.reproduce"
 
@@ -222,6 +225,11 @@ def _pooled_curve(results: Sequence[JobResult], name: str) -> tuple[np.ndarray, 
     return t, mean, se
 
 
+def _numeric(groups: dict) -> dict:
+    """``group_results`` orders keys as strings (10 before 2); order numeric keys numerically."""
+    return dict(sorted(groups.items(), key=lambda kv: tuple(float(x) for x in kv[0])))
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
@@ -231,7 +239,7 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 
 def _analyze_flat(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck], Figure | None]:
-    groups = group_results(results, "flat_vs_factored", by=("n_factors", "n_arms"))
+    groups = _numeric(group_results(results, "flat_vs_factored", by=("n_factors", "n_arms")))
     if not groups:
         return None, [], None
     rows, ratio = [], {}
@@ -323,6 +331,7 @@ def _analyze_flat(results: Sequence[JobResult]) -> tuple[Table | None, list[Clai
         ax.set_yscale("log")
     if axes.ravel()[0].get_legend_handles_labels()[0]:
         axes.ravel()[0].legend(fontsize=7)
+    fig.tight_layout()
     figure = Figure(
         "Regret curves: factored vs flattened",
         figure_png(fig),
@@ -332,7 +341,7 @@ def _analyze_flat(results: Sequence[JobResult]) -> tuple[Table | None, list[Clai
 
 
 def _analyze_parallel(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck], Figure | None]:
-    groups = group_results(results, "parallel_ftrack", by=("sigma", "horizon", "n_factors"))
+    groups = _numeric(group_results(results, "parallel_ftrack", by=("sigma", "horizon", "n_factors")))
     if not groups:
         return None, [], None
     rows = []
@@ -365,15 +374,19 @@ def _analyze_parallel(results: Sequence[JobResult]) -> tuple[Table | None, list[
         ld = np.log([p[0] for p in pts])
         s_f = float(np.polyfit(ld, np.log([max(p[1], 1e-12) for p in pts]), 1)[0])
         s_t = float(np.polyfit(ld, np.log([max(p[2], 1e-12) for p in pts]), 1)[0])
-        verdicts.append(s_t < s_f)
         win = pts[-1][2] < pts[-1][1]
+        if abs(s_f - s_t) < SLOPE_TIE:
+            outcome = "tie, not counted"
+        else:
+            verdicts.append(s_t < s_f)
+            outcome = "F-Track flatter" if s_t < s_f else "F-Track steeper"
         evid.append(
-            f"sigma={sigma}, T={horizon}: slope in log d F-UCB {s_f:.2f}, F-Track {s_t:.2f}; at d={pts[-1][0]} "
-            f"F-Track {'beats' if win else 'does not beat'} F-UCB ({pts[-1][2]:.3g} vs {pts[-1][1]:.3g})"
+            f"sigma={sigma}, T={horizon}: slope in log d F-UCB {s_f:.2f}, F-Track {s_t:.2f} ({outcome}); at "
+            f"d={pts[-1][0]} F-Track {'beats' if win else 'does not beat'} F-UCB ({pts[-1][2]:.3g} vs {pts[-1][1]:.3g})"
         )
     if not verdicts:
         v3 = "inconclusive"
-        evid = ["fewer than three values of d per (sigma, T)"]
+        evid.append("no (sigma, T) with at least three values of d and slopes that differ by >= " f"{SLOPE_TIE}")
     else:
         v3 = "supported" if all(verdicts) else ("not_supported" if not any(verdicts) else "inconclusive")
     check3 = ClaimCheck("F-Track's regret is flatter in the number of factors d than F-UCB's.", v3, "; ".join(evid))
@@ -386,6 +399,11 @@ def _analyze_parallel(results: Sequence[JobResult]) -> tuple[Table | None, list[
         ax.plot(dd, [p[2] for p in pts], "s--", color=line.get_color(), label=f"F-Track σ={sigma} T={horizon}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xticks(sorted({p[0] for pts in series.values() for p in pts}))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("number of factors d")
     ax.set_ylabel("final regret R_T (mean over trials)")
     if ax.get_legend_handles_labels()[0]:
@@ -450,7 +468,7 @@ def _analyze_high_noise(results: Sequence[JobResult]) -> tuple[Table | None, lis
 
 
 def _analyze_alpha(results: Sequence[JobResult]) -> Table | None:
-    groups = group_results(results, "alpha_sweep", by=("alpha",))
+    groups = _numeric(group_results(results, "alpha_sweep", by=("alpha",)))
     if not groups:
         return None
     rows = [
@@ -468,7 +486,7 @@ def _analyze_alpha(results: Sequence[JobResult]) -> Table | None:
 
 
 def _analyze_lp(results: Sequence[JobResult]) -> tuple[Table | None, list[ClaimCheck]]:
-    groups = group_results(results, "lp_check", by=("n_factors", "n_arms"))
+    groups = _numeric(group_results(results, "lp_check", by=("n_factors", "n_arms")))
     if not groups:
         return None, []
     rows, worst_inc, worst_int_ok = [], 0.0, True
