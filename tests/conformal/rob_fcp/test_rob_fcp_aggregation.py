@@ -6,6 +6,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icml24.conformal.rob_fcp import (
     aggregate_histograms,
@@ -143,3 +145,27 @@ def test_strategy_bad_config():
         RobFCPStrategy(n_malicious=-1)
     with pytest.raises(ValueError, match="n_bins"):
         RobFCPStrategy(n_bins=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([None, 0, 1, 2, 5]))
+def test_random_garbage_never_crashes_the_round(seed, k, n_malicious):
+    rng = np.random.default_rng(seed)
+    counts, ns = [], []
+    for _ in range(k):
+        kind = rng.integers(0, 6)
+        c = rng.multinomial(40, np.full(20, 0.05)).astype(float)
+        if kind == 1:
+            c = c[: rng.integers(0, 20)]
+        elif kind == 2:
+            c[rng.integers(0, 20)] = np.nan
+        elif kind == 3:
+            c[rng.integers(0, 20)] = -3.0
+        elif kind == 4:
+            c = rng.normal(size=(2, 10))
+        counts.append(c)
+        ns.append(None if kind == 5 else 40)
+    agg = aggregate_histograms(counts, ns, alpha=0.1, n_bins=4, refine=5, n_malicious=n_malicious)
+    assert math.isnan(agg.qhat) or agg.qhat == math.inf or 0.0 < agg.qhat <= 1.0
+    assert set(agg.benign).isdisjoint(agg.rejected)
+    np.testing.assert_array_equal(np.sort(np.r_[agg.benign, agg.malicious]), np.arange(k))

@@ -64,3 +64,17 @@ def test_clipped_when_vacuous():
 def test_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         rob_fcp_bound(*args, **kwargs)
+
+
+def test_rob_fcp_coverage_lies_inside_the_certificate_under_attack():
+    """Uniform benign scores: the coverage of threshold q is q itself. 10 clients of 20,000 scores, two
+    coverage attackers, H = 10: every seed's coverage must lie in the certified interval."""
+    from icml24.conformal.rob_fcp import apply_attack, rob_fcp_quantile
+
+    bound = rob_fcp_bound(10, 8, 20000, n_bins=10, alpha=0.1, beta=0.05)
+    assert bound.lower > 0.6  # the check is informative
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        clients = apply_attack([rng.uniform(size=20000) for _ in range(10)], [3, 7], "coverage")
+        coverage = min(rob_fcp_quantile(clients, 0.1, 2, n_bins=10).qhat, 1.0)
+        assert bound.lower <= coverage <= bound.upper
