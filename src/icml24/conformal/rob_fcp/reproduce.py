@@ -18,6 +18,7 @@ mixture to compare the empirical coverage with the certificate of Theorem 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -58,11 +59,26 @@ FCP 'breaks' in a cell when it does not stay near 1 - alpha by the same rule."""
 SIZE_RATIO_TOL = 1.25
 """... and its mean set size is at most this multiple of the oracle's."""
 
-DATASETS: dict[str, dict[str, int | float]] = {
-    # n_train: training points of the weak model; n_clients x n_per_client calibration points; H bins.
-    "digits": {"n_train": 150, "n_clients": 20, "n_per_client": 50, "n_bins": 20, "C": 0.01},
-    "breast_cancer": {"n_train": 100, "n_clients": 10, "n_per_client": 30, "n_bins": 10, "C": 0.01},
-    "synthetic": {"n_train": 1000, "n_clients": 20, "n_per_client": 100, "n_bins": 20, "C": 0.05},
+@dataclass(frozen=True)
+class FederationSpec:
+    """The miniature federation built on one dataset."""
+
+    n_train: int
+    """Training points of the (deliberately weak) logistic regression."""
+    n_clients: int
+    """Number of clients K (the paper: 100)."""
+    n_per_client: int
+    """Calibration scores per client (IID split); the rest of the data is the test set."""
+    n_bins: int
+    """Histogram bins H of the characterisation vectors (the paper: 100)."""
+    C: float
+    """Inverse L2 strength of the logistic regression (small: a weak model, non-trivial sets)."""
+
+
+DATASETS: dict[str, FederationSpec] = {
+    "digits": FederationSpec(n_train=150, n_clients=20, n_per_client=50, n_bins=20, C=0.01),
+    "breast_cancer": FederationSpec(n_train=100, n_clients=10, n_per_client=30, n_bins=10, C=0.01),
+    "synthetic": FederationSpec(n_train=1000, n_clients=20, n_per_client=100, n_bins=20, C=0.05),
 }
 SYNTH_CLASSES, SYNTH_FEATURES = 50, 20
 
@@ -109,19 +125,19 @@ def _fit_model(x: np.ndarray, y: np.ndarray, c: float):
 def _prepare(dataset: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Train the weak model and return calibration scores and the test score matrix."""
     spec = DATASETS[dataset]
-    n_cal = int(spec["n_clients"]) * int(spec["n_per_client"])
+    n_cal = spec.n_clients * spec.n_per_client
     if dataset == "synthetic":
-        x_tr, y_tr = sample_synthetic(int(spec["n_train"]), rng)
+        x_tr, y_tr = sample_synthetic(spec.n_train, rng)
         x_cal, y_cal = sample_synthetic(n_cal, rng)
         x_te, y_te = sample_synthetic(2000, rng)
         n_classes = SYNTH_CLASSES
     else:
         x, y = _load(dataset)
         perm = rng.permutation(y.size)
-        tr, cal, te = np.split(perm, [int(spec["n_train"]), int(spec["n_train"]) + n_cal])
+        tr, cal, te = np.split(perm, [spec.n_train, spec.n_train + n_cal])
         x_tr, y_tr, x_cal, y_cal, x_te, y_te = x[tr], y[tr], x[cal], y[cal], x[te], y[te]
         n_classes = int(y.max()) + 1
-    model = _fit_model(x_tr, y_tr, float(spec["C"]))
+    model = _fit_model(x_tr, y_tr, spec.C)
     # Classes missing from a small training split still need a probability column.
     p_cal = _full_proba(model, x_cal, n_classes)
     p_te = _full_proba(model, x_te, n_classes)
@@ -156,8 +172,8 @@ def run_attack(config: dict, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     dataset = config["dataset"]
     spec = DATASETS[dataset]
-    n_clients = int(config.get("n_clients", spec["n_clients"]))
-    n_bins = int(config.get("n_bins", spec["n_bins"]))
+    n_clients = int(config.get("n_clients", spec.n_clients))
+    n_bins = int(config.get("n_bins", spec.n_bins))
     data = _prepare(dataset, rng)
     scores = data["cal_scores"]
     if config.get("split", "iid") == "iid":
