@@ -40,18 +40,22 @@ class LewisResult:
 
 def orthonormal_basis(A: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
     """An orthonormal basis ``U`` (n x r) of ``col(A)``: Lewis weights only depend on the column space."""
-    U, s, _ = np.linalg.svd(A, full_matrices=False)
+    if A.shape[0] >= A.shape[1]:  # QR then an SVD of the small factor: cheaper than an SVD of A
+        Q, R = np.linalg.qr(A)
+        Ur, s, _ = np.linalg.svd(R)
+    else:
+        Q, (Ur, s, _) = np.eye(A.shape[0]), np.linalg.svd(A, full_matrices=False)
     r = int(np.sum(s > rtol * s[0])) if s.size and s[0] > 0 else 0
     if r == 0:
         raise ValueError("A must have at least one nonzero entry (rank 0 has no Lewis weights)")
-    return U[:, :r]
+    return Q @ Ur[:, :r]
 
 
 def _leverage(U: np.ndarray, u: np.ndarray) -> np.ndarray:
     """``sigma_i = u_i^T (U^T diag(u) U)^{-1} u_i`` via a Cholesky factor (a cheap n x r product)."""
     M = U.T @ (U * u[:, None])
     L = np.linalg.cholesky(M)
-    Z = np.linalg.solve(L, U.T).T  # U L^{-T}
+    Z = U @ np.linalg.inv(L).T  # U L^{-T}: one small inverse and a tall matrix product
     return np.einsum("ij,ij->i", Z, Z)
 
 

@@ -74,7 +74,7 @@ def solve_multi_lp(
     Aw = A[w > 0]
     Bw = B[w > 0]
     w = w[w > 0]
-    AA = (Aw[:, :, None] * Aw[:, None, :]).reshape(len(w), d * d)
+    AA = _outer_rows(Aw)
     X = _wls(Aw, Bw, AA, np.broadcast_to(w[:, None], Bw.shape)) if X0 is None else np.array(X0, dtype=float)
     if X.shape != (d, B.shape[1]):
         raise ValueError(f"X0 must have shape ({d}, {B.shape[1]}), got {X.shape}")
@@ -124,10 +124,29 @@ def solve_multi_lp(
     return LpSolution(X, float(f.sum()), it)
 
 
-def _wls(A: np.ndarray, B: np.ndarray, AA: np.ndarray, D: np.ndarray) -> np.ndarray:
+_CHUNK = 1 << 16
+"""Rows per block when the row outer products would not fit comfortably in memory."""
+
+
+def _outer_rows(A: np.ndarray) -> np.ndarray | None:
+    """Row outer products ``a_i a_i^T`` flattened, shape ``(n, d*d)``; None when too large (computed in blocks)."""
+    n, d = A.shape
+    if n * d * d > 1 << 25:
+        return None
+    return (A[:, :, None] * A[:, None, :]).reshape(n, d * d)
+
+
+def _wls(A: np.ndarray, B: np.ndarray, AA: np.ndarray | None, D: np.ndarray) -> np.ndarray:
     """Per column j: ``(A^T diag(D_j) A)^{-1} A^T diag(D_j) B_j``, batched (``AA`` = row outer products)."""
     n, d = A.shape
-    G = (D.T @ AA).reshape(-1, d, d)
+    if AA is not None:
+        G = (D.T @ AA).reshape(-1, d, d)
+    else:
+        G = np.zeros((D.shape[1], d * d))
+        for s in range(0, n, _CHUNK):
+            a = A[s : s + _CHUNK]
+            G += D[s : s + _CHUNK].T @ (a[:, :, None] * a[:, None, :]).reshape(len(a), d * d)
+        G = G.reshape(-1, d, d)
     rhs = (A.T @ (D * B)).T
     G = G + 1e-13 * np.trace(G, axis1=1, axis2=2)[:, None, None] * np.eye(d)
     return np.linalg.solve(G, rhs[:, :, None])[:, :, 0].T

@@ -36,6 +36,7 @@ from icml24.common.experiment import (
 )
 from icml24.optim.lp_coresets.coreset import (
     coreset_probabilities,
+    p2_worst_case_error,
     sample_coreset,
     uniform_probabilities,
     union_of_column_coresets,
@@ -131,6 +132,8 @@ def run_regression(config: dict, seed: int) -> dict:
                 out[f"{key}_column"] = float(np.abs(rel[kinds == "column"]).max())
                 out[f"{key}_weak"] = float(lp_cost(A, B, X_S, p) / f_star - 1.0)
                 out[f"{key}_size"] = len(cs)
+                if p == 2.0 and d * m <= 600:  # the exact sup over all X (an eigenproblem of size dm + 1)
+                    out[f"{key}_exact"] = p2_worst_case_error(A, B, cs)
         return out
 
 
