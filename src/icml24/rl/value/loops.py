@@ -25,7 +25,8 @@ def train_dqn(
     ``grid`` maps the agent's action index to the env's continuous action (discretised control). Episodes
     end on ``terminated or truncated``; only ``terminated`` cuts the bootstrap. ``max_episode_steps``
     truncates earlier than the env's own limit (the official script caps episodes at 100 steps).
-    Returns the undiscounted episode returns, their end steps, wall time per env step (timed once the buffer
+    Returns the undiscounted episode returns, their end steps, CPU time per env step (``time.process_time``:
+    robust to other processes on a shared machine; timed once the buffer
     holds a minibatch, so every timed step updates) and Q evaluations per step.
     """
     if steps < 1:
@@ -38,9 +39,11 @@ def train_dqn(
     update_time = 0.0
     timed_steps = 0
     start = None
+    evals0 = 0
     for t in range(steps):
         if start is None and len(agent.buffer) >= agent.batch_size:
-            start = time.perf_counter()  # time only the steady state: every step acts greedily-or-not and updates
+            start = time.process_time()  # time only the steady state: every step acts greedily-or-not and updates
+            evals0 = agent.evaluations
         a = agent.act(obs)
         env_action = grid.index_to_action(a).astype(np.float32) if grid is not None else a
         obs2, r, term, trunc, _ = env.step(env_action)
@@ -48,10 +51,10 @@ def train_dqn(
         if max_episode_steps is not None and ep_len >= max_episode_steps:
             trunc = True
         agent.store(obs, a, float(r), obs2, bool(term))
-        u0 = time.perf_counter()
+        u0 = time.process_time()
         agent.update()
         if start is not None:
-            update_time += time.perf_counter() - u0
+            update_time += time.process_time() - u0
             timed_steps += 1
         ep_ret += float(r)
         obs = obs2
@@ -60,12 +63,12 @@ def train_dqn(
             ends.append(t + 1)
             ep_ret, ep_len = 0.0, 0
             obs, _ = env.reset()
-    wall = time.perf_counter() - start if start is not None else 0.0
+    wall = time.process_time() - start if start is not None else 0.0
     timed_steps = max(timed_steps, 1)
     return {
         "episode_returns": returns,
         "episode_end_steps": ends,
         "seconds_per_step": wall / timed_steps,
         "update_seconds_per_step": update_time / timed_steps,
-        "evaluations_per_step": agent.evaluations / steps,
+        "evaluations_per_step": (agent.evaluations - evals0) / timed_steps if start is not None else 0.0,
     }

@@ -123,8 +123,10 @@ class Maximizer(Protocol):
 
 
 def exact_max(q: np.ndarray, states: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
-    """The exact max/argmax over all ``A`` actions (``B * A`` evaluations); ties to the lowest index."""
-    a = q.argmax(-1)
+    """The exact max/argmax over all ``A`` actions (``B * A`` evaluations); ties broken uniformly at random
+    (lowest-index tie-breaking makes a zero-initialised greedy policy repeat action 0)."""
+    top = q == q.max(-1, keepdims=True)
+    a = np.where(top, rng.random(q.shape), -1.0).argmax(-1)
     return np.take_along_axis(q, a[:, None], 1)[:, 0], a, q.size
 
 
