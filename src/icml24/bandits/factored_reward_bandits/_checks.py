@@ -46,7 +46,7 @@ def means_array(means: object, name: str = "means") -> np.ndarray:
     """Per-factor arm means as a float array of shape (n_factors, n_arms), all finite and > 0.
 
     The reward is a product of the factors' outcomes, so the optimal action vector is the per-factor argmax
-    only when every mean is positive (paper, Section 2); zero or negative means are refused.
+    only when every mean is positive (the paper's problem setting); zero or negative means are refused.
     """
     arr = np.asarray(means, dtype=float)
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:

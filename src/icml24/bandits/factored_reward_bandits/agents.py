@@ -7,9 +7,9 @@ The paper's point: the reward is the product of ``d`` intermediate observations,
 the learner about *its own* factor. So instead of treating the ``K^d`` action vectors as unrelated arms of a
 bandit that only sees the (heavy-tailed) product, learn each factor separately.
 
-* :class:`FUCB` (paper, Algorithm 1): an anytime UCB1 in every factor on that factor's observation,
+* :class:`FUCB` (the paper's first algorithm): an anytime UCB1 in every factor on that factor's observation,
   ``a_i = argmax_j  mu_hat_ij + sigma * sqrt(c_exp * log t / n_ij)``; worst-case optimal up to logs.
-* :class:`FTrack` (paper, Algorithm 2): for a known horizon ``T``, an aligned warm-up, then it tracks the
+* :class:`FTrack` (the paper's second algorithm): for a known horizon ``T``, an aligned warm-up, then it tracks the
   estimated lower-bound exploration counts ``N_ij = ceil(2 sigma^2 f_T(1/T) / Delta_hat_ij^2)`` with an
   *aligned* schedule (exploring suboptimal arms of different factors in the same rounds), and falls back to
   F-UCB when the estimates drift more than ``2 eps`` from the warm-up ones; asymptotically instance-optimal.
@@ -109,7 +109,7 @@ class _PerFactorStats(FactoredAgent):
         self._rsqrt_n.reshape(-1)[idx] = 1.0 / np.sqrt(n)
 
     def _ucb_actions(self, t: int, sigma: float, c_exp: float) -> np.ndarray:
-        """Per-factor UCB1 choice (paper, Algorithm 1, line 4); unplayed arms first, lowest index on ties.
+        """Per-factor UCB1 choice (F-UCB's arm choice); unplayed arms first, lowest index on ties.
 
         ``mu_hat + sigma * sqrt(c_exp * log t / n)`` is computed as ``mu_hat + sigma sqrt(c_exp log t) / sqrt(n)``.
         """
@@ -121,7 +121,7 @@ class _PerFactorStats(FactoredAgent):
 
 
 class FUCB(_PerFactorStats):
-    """F-UCB (paper, Algorithm 1): an independent anytime UCB1 in every factor on its own observation.
+    """F-UCB: an independent anytime UCB1 in every factor on its own observation.
 
     Args:
         n_arms: arms per factor ``K``.
@@ -142,7 +142,7 @@ class FUCB(_PerFactorStats):
 
 
 class FTrack(_PerFactorStats):
-    """F-Track (paper, Algorithm 2): aligned warm-up, aligned tracking of the lower bound, F-UCB fallback.
+    """F-Track: aligned warm-up, aligned tracking of the lower bound, F-UCB fallback.
 
     1. Warm-up: ``N0 = ceil(sqrt(log T))`` passes over the arms, aligned across factors (round ``u`` plays arm
        ``u mod K`` in every factor): ``N0 * K`` rounds.

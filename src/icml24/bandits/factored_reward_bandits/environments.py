@@ -5,7 +5,7 @@ PMLR 235:36911-36952. https://proceedings.mlr.press/v235/mussi24a.html
 
 At every round the learner plays an action *vector* ``a = (a_1, ..., a_d)``, one of ``K`` arms in each of ``d``
 factors. Factor ``i`` answers with an intermediate observation ``X_i = mu_i(a_i) + noise`` and the reward is the
-product of the observations, so the expected reward of ``a`` is (paper, Section 2)
+product of the observations, so the expected reward of ``a`` is (the paper's problem setting)
 
     mu(a) = prod_i mu_i(a_i),        regret_t = prod_i max_j mu_i(j) - mu(a_t).
 
@@ -58,7 +58,7 @@ def joint_index(actions: np.ndarray, n_arms: int) -> np.ndarray:
 
 
 class FactoredEnv:
-    """A factored-reward bandit with ``n_factors`` factors of ``n_arms`` arms each (paper, Section 2).
+    """A factored-reward bandit with ``n_factors`` factors of ``n_arms`` arms each (the paper's setting).
 
     Args:
         n_arms: arms per factor, ``K >= 1``.

@@ -1,6 +1,6 @@
 """The instance-dependent exploration problem of factored-reward bandits and F-Track's aligned schedule.
 
-Mussi et al., *Factored-Reward Bandits with Intermediate Observations*, ICML 2024 (Sections 4 and 6).
+Mussi et al., *Factored-Reward Bandits with Intermediate Observations*, ICML 2024 (the instance-dependent lower bound and F-Track).
 
 Every suboptimal arm ``j`` of factor ``i`` must be observed about ``r_ij = 2 sigma^2 log T / Delta_ij^2`` times
 (``Delta_ij = max_l mu_i(l) - mu_i(j)``), and one round observes one arm in *every* factor. The cheapest way to
@@ -56,7 +56,7 @@ def aligned_schedule(
     length: float | None = None,
     order: Literal["increasing", "decreasing"] = "increasing",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """F-Track's aligned exploration schedule (paper, Algorithm 2; official code ``_create_schedule``).
+    """F-Track's aligned exploration schedule (official code ``FtrackAgent._create_schedule``).
 
     For every factor ``i`` the suboptimal arms are laid out back to back on a common timeline, sorted by
     ``required[i, j]`` (ties: lower arm first), arm ``j`` occupying ``required[i, j]`` slots; the rest of the
@@ -156,7 +156,7 @@ class ExplorationLP:
 
 
 def exploration_lp(means: np.ndarray, sigma: float, horizon: int, max_vectors: int = 20_000) -> ExplorationLP:
-    """Solve the per-factor exploration program (paper, Section 4) with ``scipy.optimize.linprog`` (HiGHS).
+    """Solve the per-factor exploration program (the instance-dependent lower bound) with ``scipy.optimize.linprog`` (HiGHS).
 
     The right-hand side uses ``log_term = log(horizon)``. The program has one variable per action vector, so it
     is refused above ``max_vectors`` vectors.

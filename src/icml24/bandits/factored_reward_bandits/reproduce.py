@@ -3,8 +3,8 @@
 Experiments (each job runs several trials vectorised; jobs are repeated over seeds):
 
 * ``flat_vs_factored``: random instances (means ~ U[0.3, 1], Gaussian sigma = 0.1) over a grid of ``d`` and
-  ``K``; F-UCB against UCB1 and median-of-means UCB on the flattened ``K^d`` arms (paper, Section 7 and the
-  official ``notebooks/frb.py``).
+  ``K``; F-UCB against UCB1 and median-of-means UCB on the flattened ``K^d`` arms (the paper's experiments and
+  the official ``notebooks/frb.py``).
 * ``parallel_ftrack``: the parallel instance (``K = 2``, best mean 1, others 0.5) for growing ``d``; F-Track
   against F-UCB (official ``notebooks/ftrack_experiment.py``).
 * ``high_noise``: the same at sigma = 0.5, where F-Track's short warm-up can lock onto wrong arms.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,8 +49,6 @@ from .environments import FactoredEnv, ParallelFactoredEnv
 from .lower_bound import aligned_schedule, exploration_lp, schedule_cost
 from .simulation import loglog_slope, simulate
 
-DEFAULT_SEEDS = {"smoke": 1, "quick": 2, "full": 2}
-TRIALS = {"smoke": 3, "quick": 5, "full": 10}
 MOM_BUDGET = 7_000_000
 """Largest ``n_trials * K^d * T`` for which the median-of-means baseline (which keeps every reward) is run."""
 N_POINTS = 100
@@ -136,65 +135,86 @@ def run_lp_check(config: dict, seed: int) -> dict[str, Any]:
 # Jobs per scale
 # ----------------------------------------------------------------------------------------------------------
 
-GRIDS: dict[str, dict[str, Any]] = {
-    "smoke": {
-        "flat": {"d": [2], "K": [3], "T": 300},
-        "parallel": {"d": [2, 5], "sigma": [0.1], "T": [1000]},
-        "high_noise": {"d": 5, "T": 1000},
-        "alpha": None,
-        "lp": [(2, 2), (2, 3)],
-    },
-    "quick": {
-        "flat": {"d": [2, 3], "K": [3, 5], "T": 5000},
-        "parallel": {"d": [2, 5, 10, 20], "sigma": [0.1], "T": [10_000]},
-        "high_noise": {"d": 10, "T": 20_000},
-        "alpha": None,
-        "lp": [(2, 2), (2, 3), (3, 2), (3, 3)],
-    },
-    "full": {
-        "flat": {"d": [2, 3, 4], "K": [2, 4, 6], "T": 10_000},
-        "parallel": {"d": [2, 5, 10, 20], "sigma": [0.01, 0.1], "T": [10_000, 30_000]},
-        "high_noise": {"d": 10, "T": 20_000},
-        "alpha": {"d": 10, "T": 10_000, "alpha": [0.0, 0.5, 1.0]},
-        "lp": [(2, 2), (2, 3), (3, 2), (3, 3)],
-    },
-}
+@dataclass(frozen=True)
+class ScaleConfig:
+    """The grid of one scale of the reproduction (defaults: the paper's and the official scripts' settings)."""
+
+    trials: int
+    """Independent trials per job, simulated together along the arrays' first axis."""
+    seeds: int
+    """Default number of seeds, i.e. jobs per configuration."""
+    flat_d: tuple[int, ...]
+    """Numbers of factors of ``flat_vs_factored``."""
+    flat_k: tuple[int, ...]
+    """Arms per factor of ``flat_vs_factored``."""
+    flat_horizon: int
+    """Horizon of ``flat_vs_factored``."""
+    parallel_d: tuple[int, ...]
+    """Numbers of factors of ``parallel_ftrack`` (parallel instance, K = 2)."""
+    parallel_sigma: tuple[float, ...] = (0.1,)
+    """Noise levels of ``parallel_ftrack``."""
+    parallel_horizon: tuple[int, ...] = (10_000,)
+    """Horizons of ``parallel_ftrack`` (F-Track needs T in advance: one run per T)."""
+    high_noise_d: int = 10
+    """Factors of the high-noise run (the notes' probe: d = 10)."""
+    high_noise_horizon: int = 20_000
+    """Horizon of the high-noise run."""
+    alpha: tuple[float, ...] = ()
+    """Noise correlations of ``alpha_sweep`` (empty: no sweep), on the parallel instance with d = 10, T = 10^4."""
+    lp_sizes: tuple[tuple[int, int], ...] = ((2, 2), (2, 3), (3, 2), (3, 3))
+    """(d, K) of the LP check."""
+    lp_instances: int = 20
+    """Random instances per (d, K) and seed in the LP check."""
+    sigma: float = 0.1
+    """Gaussian noise of ``flat_vs_factored``, ``parallel``'s default and the sweep (official scripts: 0.1)."""
+    high_noise_sigma: float = 0.5
+    """Noise of the high-noise run."""
+
+
+SCALES: dict[str, ScaleConfig] = {
+    "smoke": ScaleConfig(
+        trials=3, seeds=1, flat_d=(2,), flat_k=(3,), flat_horizon=300, parallel_d=(2, 5),
+        parallel_horizon=(1000,), high_noise_d=5, high_noise_horizon=1000, lp_sizes=((2, 2), (2, 3)),
+        lp_instances=5,
+    ),
+    "quick": ScaleConfig(trials=5, seeds=2, flat_d=(2, 3), flat_k=(3, 5), flat_horizon=5000, parallel_d=(2, 5, 10, 20)),
+    "full": ScaleConfig(
+        trials=10, seeds=2, flat_d=(2, 3, 4), flat_k=(2, 4, 6), flat_horizon=10_000, parallel_d=(2, 5, 10, 20),
+        parallel_sigma=(0.01, 0.1), parallel_horizon=(10_000, 30_000), alpha=(0.0, 0.5, 1.0),
+    ),
+}  # fmt: skip
+DEFAULT_SEEDS = {name: cfg.seeds for name, cfg in SCALES.items()}
 
 
 def build_jobs(scale: str, seeds: int | None) -> list[Job]:
-    grid = GRIDS[scale]
-    trials = TRIALS[scale]
+    cfg = SCALES[scale]
+    trials, sigma = cfg.trials, cfg.sigma
     jobs: list[Job] = []
 
     def add(experiment: str, fn: str, config: dict) -> None:
         for s in seeds_for(scale, seeds, DEFAULT_SEEDS):
             jobs.append(Job(SLUG, experiment, f"{MODULE}:{fn}", config, s))
 
-    flat = grid["flat"]
-    for d in flat["d"]:
-        for k in flat["K"]:
+    for d in cfg.flat_d:
+        for k in cfg.flat_k:
             agents = ["fucb", "ucb1"]
-            if trials * k**d * flat["T"] <= MOM_BUDGET:
+            if trials * k**d * cfg.flat_horizon <= MOM_BUDGET:
                 agents.append("mom")
-            cfg = {"n_factors": d, "n_arms": k, "sigma": 0.1, "horizon": flat["T"], "n_trials": trials}
-            add("flat_vs_factored", "run_flat_vs_factored", cfg | {"agents": agents})
-    par = grid["parallel"]
-    for sigma in par["sigma"]:
-        for horizon in par["T"]:
-            for d in par["d"]:
-                cfg = {"n_factors": d, "n_arms": 2, "sigma": sigma, "alpha": 0.0, "horizon": horizon}
-                add("parallel_ftrack", "run_parallel", cfg | {"n_trials": trials})
-    hn = grid["high_noise"]
-    cfg = {"n_factors": hn["d"], "n_arms": 2, "sigma": 0.5, "alpha": 0.0, "horizon": hn["T"], "n_trials": trials}
-    add("high_noise", "run_parallel", cfg)
-    if grid["alpha"]:
-        al = grid["alpha"]
-        for alpha in al["alpha"]:
-            cfg = {"n_factors": al["d"], "n_arms": 2, "sigma": 0.1, "alpha": alpha, "horizon": al["T"]}
-            add("alpha_sweep", "run_parallel", cfg | {"n_trials": trials})
-    for d, k in grid["lp"]:
-        cfg = {"n_factors": d, "n_arms": k, "sigma": 0.1, "horizon": 10_000, "n_instances": 5 if scale == "smoke" else 20}
-        add("lp_check", "run_lp_check", cfg)
+            config = {"n_factors": d, "n_arms": k, "sigma": sigma, "horizon": cfg.flat_horizon, "n_trials": trials}
+            add("flat_vs_factored", "run_flat_vs_factored", config | {"agents": agents})
+    for noise in cfg.parallel_sigma:
+        for horizon in cfg.parallel_horizon:
+            for d in cfg.parallel_d:
+                config = {"n_factors": d, "n_arms": 2, "sigma": noise, "alpha": 0.0, "horizon": horizon}
+                add("parallel_ftrack", "run_parallel", config | {"n_trials": trials})
+    config = {"n_factors": cfg.high_noise_d, "n_arms": 2, "sigma": cfg.high_noise_sigma, "alpha": 0.0}
+    add("high_noise", "run_parallel", config | {"horizon": cfg.high_noise_horizon, "n_trials": trials})
+    for alpha in cfg.alpha:
+        config = {"n_factors": 10, "n_arms": 2, "sigma": sigma, "alpha": alpha, "horizon": 10_000}
+        add("alpha_sweep", "run_parallel", config | {"n_trials": trials})
+    for d, k in cfg.lp_sizes:
+        config = {"n_factors": d, "n_arms": k, "sigma": sigma, "horizon": 10_000, "n_instances": cfg.lp_instances}
+        add("lp_check", "run_lp_check", config)
     return jobs
 
 
