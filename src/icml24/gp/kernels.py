@@ -10,8 +10,8 @@
   ``φ_j(x) = √(w_j / L) [cos(2π ωᵀx), sin(2π ωᵀx)]``; then ``E[Φ Φᵀ] = K_SM``. The RBF kernel is the SM kernel
   with one component, ``μ = 0`` and ``v = 1 / (4π² l²)``.
 
-GPyTorch's ``SpectralMixtureKernel`` takes a product of per-dimension cosines instead of ``cos(2π μᵀτ)``; the
-two agree in one input dimension and whenever ``μ = 0``.
+GPyTorch's ``SpectralMixtureKernel`` is a product over input dimensions of 1-D mixtures; the two agree in one
+input dimension, and a zero-mean component of ours is a one-component GPyTorch kernel (tests check both).
 """
 
 from __future__ import annotations

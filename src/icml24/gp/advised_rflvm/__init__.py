@@ -7,8 +7,8 @@ Fourier features.
 """
 
 from icml24.gp.advised_rflvm.linear import linear_gplvm_closed_form, linear_gplvm_loglik
-from icml24.gp.advised_rflvm.model import AdvisedRFLVM
+from icml24.gp.advised_rflvm.model import AdvisedRFLVM, rflvm_elbo
 
 SLUG = "advised-rflvm"
 
-__all__ = ["SLUG", "AdvisedRFLVM", "linear_gplvm_closed_form", "linear_gplvm_loglik"]
+__all__ = ["SLUG", "AdvisedRFLVM", "linear_gplvm_closed_form", "linear_gplvm_loglik", "rflvm_elbo"]

@@ -35,7 +35,40 @@ from icml24.gp.gaussian import (
 from icml24.gp.kernels import RBFKernel, SpectralMixtureKernel, rbf_to_sm_variance
 from icml24.gp.linalg import DEFAULT_DTYPE
 
+__all__ = ["AdvisedRFLVM", "rflvm_elbo"]
+
 _NOISE_FLOOR = 1e-6  # relative to the data variance: keeps A = ΦᵀΦ + σ²I well conditioned
+
+
+def rflvm_elbo(
+    y: torch.Tensor,
+    latent_mean: torch.Tensor,
+    latent_std: torch.Tensor,
+    kernel: torch.nn.Module,
+    noise: torch.Tensor,
+    *,
+    eps_x: torch.Tensor,
+    eps_omega: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    kl_weight: float = 1.0,
+    dense: bool = False,
+) -> torch.Tensor:
+    """One-sample reparameterised ELBO of advisedRFLVM (Sec. 4).
+
+    ``x = m + s ⊙ eps_x`` is a draw from ``q(X)``, ``eps_omega`` the frequency draw of the random features;
+    returns ``Σ_d log N(y_d | 0, Φ(x) Φ(x)ᵀ + σ² I) - kl_weight · KL(q(X) || N(0, I))``, the likelihood by
+    Woodbury (or the dense N×N Cholesky when ``dense``, for N <= M).
+    """
+    x = latent_mean + latent_std * eps_x
+    phi = kernel.features(x, eps_omega)
+    if dense:
+        if mask is not None:
+            raise ValueError("dense=True does not support a mask")
+        eye = torch.eye(y.shape[0], dtype=y.dtype)
+        loglik = gaussian_loglik_dense(y, phi @ phi.T + noise * eye, jitter=0.0)
+    else:
+        loglik = gaussian_loglik_lowrank(y, phi, noise, mask=mask)
+    return loglik - kl_weight * kl_diag_normal_std(latent_mean, latent_std)
 
 
 class AdvisedRFLVM(TransformerMixin, BaseEstimator):
@@ -177,17 +210,18 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         n_entries = float(observed.sum())
         for it in range(int(self.n_iter)):
             opt.zero_grad(set_to_none=True)
-            s_x = F.softplus(raw_s)
-            x = mu_x + s_x * torch.randn(n, q, generator=gen, dtype=DEFAULT_DTYPE)
-            eps = torch.randn(m, n_freq, q, generator=gen, dtype=DEFAULT_DTYPE)
-            phi = kern.features(x, eps)
-            noise = F.softplus(raw_noise) + floor
-            if use_dense:
-                eye = torch.eye(n, dtype=DEFAULT_DTYPE)
-                loglik = gaussian_loglik_dense(yt, phi @ phi.T + noise * eye, jitter=0.0)
-            else:
-                loglik = gaussian_loglik_lowrank(yt, phi, noise, mask=mask)
-            elbo = loglik - self.kl_weight * kl_diag_normal_std(mu_x, s_x)
+            elbo = rflvm_elbo(
+                yt,
+                mu_x,
+                F.softplus(raw_s),
+                kern,
+                F.softplus(raw_noise) + floor,
+                eps_x=torch.randn(n, q, generator=gen, dtype=DEFAULT_DTYPE),
+                eps_omega=torch.randn(m, n_freq, q, generator=gen, dtype=DEFAULT_DTYPE),
+                mask=mask,
+                kl_weight=self.kl_weight,
+                dense=use_dense,
+            )
             loss = -elbo / n_entries
             loss.backward()
             opt.step()
