@@ -211,3 +211,29 @@ def test_mismatched_shapes_raise() -> None:
         simulate(FactoredEnv(n_arms=3, n_factors=2), FUCB(n_arms=3, n_factors=2, sigma=0.1), 10, 0, 0)
     with pytest.raises(RuntimeError, match="reset"):
         FUCB(n_arms=3, n_factors=2, sigma=0.1).select(1)
+
+
+@given(
+    seed=st.integers(0, 2**16),
+    d=st.integers(1, 3),
+    k=st.integers(2, 3),
+    sigma=st.sampled_from([0.05, 0.5]),
+    order=st.sampled_from(["increasing", "decreasing"]),
+)
+@settings(max_examples=12, deadline=None)
+def test_vectorised_ftrack_matches_per_trial_python_loop(seed: int, d: int, k: int, sigma: float, order: str) -> None:
+    from icml24.bandits.factored_reward_bandits.reference import ftrack_single_trial
+
+    rng = np.random.default_rng(seed)
+    horizon = 400
+    means = rng.uniform(0.3, 1.0, size=(3, d, k))
+    noise = sigma * rng.standard_normal((3, horizon, d))
+    agent = FTrack(n_arms=k, n_factors=d, sigma=sigma, horizon=horizon, schedule_order=order)
+    # Trial 0: factor 0's outcomes jump after the warm-up, so the safety switch and the F-UCB fallback run too.
+    noise[0, agent.warmup_rounds :, 0] += 4 * agent.epsilon
+    vec = _run_with_noise(agent, means, noise)
+    assert agent.switch_round_[0] > agent.warmup_rounds
+    for r in range(3):
+        ref_actions, ref_switch = ftrack_single_trial(means[r], sigma, noise[r], order=order)
+        np.testing.assert_array_equal(vec[r], ref_actions)
+        assert agent.switch_round_[r] == ref_switch
