@@ -76,3 +76,11 @@ def test_concurrent_writers_lose_nothing(fake_env, tmp_path):
             assert store.get(_job(i, seed=w)).metrics == {"w": w, "i": i}
     with sqlite3.connect(path) as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_group_results_sorts_numbers_numerically():
+    from icml24.common.experiment import group_results
+
+    results = [JobResult(Job("p", "e", "m:f", {"d": d}, 0), "ok", {}, 0.0) for d in (10, 2, 5)]
+    results.append(JobResult(Job("p", "e", "m:f", {"d": 3}, 0), "error", {}, 0.0, "x"))
+    assert list(group_results(results, "e", by=["d"])) == [(2,), (5,), (10,)]

@@ -316,7 +316,14 @@ def group_results(
             continue
         key = tuple(_hashable(r.job.config.get(k)) for k in by)
         groups.setdefault(key, []).append(r)
-    return dict(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])))
+    return dict(sorted(groups.items(), key=lambda kv: tuple(_sort_key(x) for x in kv[0])))
+
+
+def _sort_key(x: JsonValue) -> tuple[int, JsonValue]:
+    """Numbers sort numerically (d=2 before d=10), then everything else by its text."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return (0, x)
+    return (1, str(x))
 
 
 def _hashable(v: JsonValue) -> JsonValue:
