@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-__all__ = ["Frames", "object_frames", "encode_frames_bitmask", "decode_frames_bitmask", "box_sums"]
+__all__ = ["Frames", "object_frames", "encode_frames_bitmask", "decode_frames_bitmask", "box_sums", "box_pixels"]
 
 
 @dataclass(frozen=True)
@@ -165,3 +165,20 @@ def box_sums(maps: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     i, y0, y1, x0, x1 = boxes.T
     s = sat[i, :, y1, x1] - sat[i, :, y0, x1] - sat[i, :, y1, x0] + sat[i, :, y0, x0]
     return s[:, 0] if sq else s
+
+
+def box_pixels(boxes: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """Flat indices (into a ``(B, H, W)`` array) of every pixel of every box, box after box.
+
+    Built from one run of consecutive indices per (box, row) with two ``np.repeat``: O(sum of box areas),
+    no Python loop. Box ``m`` owns the slice ``[cumsum(areas)[m-1], cumsum(areas)[m])`` of the result.
+    """
+    _, h, w = shape
+    i, y0, y1, x0, x1 = np.asarray(boxes, np.int64).reshape(-1, 5).T
+    heights, widths = y1 - y0, x1 - x0
+    run_box = np.repeat(np.arange(len(i)), heights)
+    run_row = y0[run_box] + np.arange(len(run_box)) - np.repeat(np.cumsum(heights) - heights, heights)
+    run_len = widths[run_box]
+    run_start = (i[run_box] * h + run_row) * w + x0[run_box]
+    total = int(run_len.sum())
+    return np.repeat(run_start - (np.cumsum(run_len) - run_len), run_len) + np.arange(total)

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .frames import Frames, box_sums, object_frames
+from .frames import Frames, box_pixels, object_frames
 
 __all__ = [
     "mae",
@@ -100,10 +100,6 @@ def _frames_for(g: np.ndarray, frames: Frames | None, min_area: int) -> Frames:
     return frames
 
 
-def _whole_image_boxes(bsz: int, h: int, w: int) -> np.ndarray:
-    return np.stack([np.arange(bsz), np.zeros(bsz, int), np.full(bsz, h), np.zeros(bsz, int), np.full(bsz, w)], 1)
-
-
 def _thresholds(num: int) -> np.ndarray:
     if num < 2:
         raise ValueError(f"num_thresholds must be >= 2, got {num}")
@@ -111,31 +107,36 @@ def _thresholds(num: int) -> np.ndarray:
 
 
 def _bin_index(p: np.ndarray, num: int) -> np.ndarray:
-    """Index of the largest threshold ``<= p`` (so ``p >= t_i`` iff ``i <= bin``)."""
-    return np.searchsorted(_thresholds(num), p, side="right") - 1
+    """Index of the largest threshold ``<= p`` (so ``p >= t_i`` iff ``i <= bin``).
 
-
-def _frame_histograms(bins: np.ndarray, g: np.ndarray, boxes: np.ndarray, num: int) -> np.ndarray:
-    """``(M, 2, num)`` counts of pixels per (frame, gt class, threshold bin), for overlapping boxes.
-
-    The pixels of every box are enumerated once (total work = sum of box areas) and counted with one
-    ``bincount``; no Python loop over boxes.
+    ``floor(p (T-1))`` can be off by one where rounding puts ``p`` just across a threshold; the two
+    corrections compare with ``t_i = i / (T-1)`` computed exactly as :func:`_thresholds` does.
     """
-    _, h, w = bins.shape
-    i, y0, y1, x0, x1 = boxes.T
-    bw = x1 - x0
-    areas = (y1 - y0) * bw
-    total = int(areas.sum())
+    _thresholds(num)
+    d = num - 1
+    b = np.minimum(np.floor(p * d), d)
+    b -= b / d > p
+    b += (b < d) & ((b + 1) / d <= p)
+    return b.astype(np.int64)
+
+
+def _frame_histograms(bins: np.ndarray, g: np.ndarray, boxes: np.ndarray | None, num: int) -> np.ndarray:
+    """``(M, 2, num)`` counts of pixels per (frame, gt class, threshold bin), for overlapping boxes;
+    ``boxes=None`` means one frame per whole image.
+
+    The pixels of every box are enumerated once (:func:`box_pixels`, total work = sum of box areas) and
+    counted with one ``bincount``; no Python loop over boxes.
+    """
+    bsz = bins.shape[0]
+    pix = g.astype(np.int64) * num + bins  # per-pixel (class, bin) code
+    if boxes is None:
+        key = (np.arange(bsz)[:, None, None] * (2 * num) + pix).ravel()
+        return np.bincount(key, minlength=bsz * 2 * num).reshape(bsz, 2, num)
     m = len(boxes)
-    if total == 0:
-        return np.zeros((m, 2, num), np.int64)
-    box_id = np.repeat(np.arange(m), areas)
-    local = np.arange(total) - np.repeat(np.cumsum(areas) - areas, areas)
-    bw_r = bw[box_id]
-    rows = y0[box_id] + local // bw_r
-    cols = x0[box_id] + local % bw_r
-    flat = (i[box_id] * h + rows) * w + cols
-    key = (box_id * 2 + g.ravel()[flat]) * num + bins.ravel()[flat]
+    if m == 0:
+        return np.zeros((0, 2, num), np.int64)
+    areas = (boxes[:, 2] - boxes[:, 1]) * (boxes[:, 4] - boxes[:, 3])
+    key = np.repeat(np.arange(m) * (2 * num), areas) + pix.ravel()[box_pixels(boxes, bins.shape)]
     return np.bincount(key, minlength=m * 2 * num).reshape(m, 2, num)
 
 
@@ -197,12 +198,15 @@ def frame_mae_terms(pred: Any, gt: Any, frames: Frames | None = None, *, min_are
     p, g, _ = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
     err = np.abs(p - g)
-    obj = box_sums(err, fr.boxes) / fr.box_areas if len(fr.boxes) else np.zeros(0)
-    bg = fr.coverage() == 0
+    flat = box_pixels(fr.boxes, p.shape)
+    areas = fr.box_areas
+    box_id = np.repeat(np.arange(len(areas)), areas)
+    obj = np.bincount(box_id, weights=err.ravel()[flat], minlength=len(areas)) / np.maximum(areas, 1)
+    bg = np.bincount(flat, minlength=p.size).reshape(p.shape) == 0
     bg_area = bg.sum(axis=(1, 2))
     hw = p.shape[1] * p.shape[2]
     with np.errstate(invalid="ignore", divide="ignore"):
-        mae0 = (err * bg).sum(axis=(1, 2)) / bg_area
+        mae0 = np.where(bg, err, 0.0).sum(axis=(1, 2)) / bg_area
         alpha = np.where(fr.n_objects > 0, bg_area / np.maximum(hw - bg_area, 1), 0.0)
     return {"mae_k": obj, "mae_0": mae0, "alpha": alpha, "frames": fr, "mae": err.mean(axis=(1, 2))}
 
@@ -269,7 +273,7 @@ def f_measure(
     if normalize:
         p = _minmax(p)
     bins = _bin_index(p, num_thresholds)
-    hist = _frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds)
+    hist = _frame_histograms(bins, g, None, num_thresholds)
     curves = _f_curves(hist, beta2, smoothing)
     if aggregate == "curve":
         return curves[0] if single else curves
@@ -295,15 +299,13 @@ def si_f_measure(
     if normalize:
         p = _minmax(p)
     bins = _bin_index(p, num_thresholds)
-    whole = _f_aggregate(
-        _f_curves(_frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds), beta2, smoothing),
-        aggregate,
-    )
-    if len(fr.boxes) == 0:
-        return _out(whole, single)
     per = _f_aggregate(_f_curves(_frame_histograms(bins, g, fr.boxes, num_thresholds), beta2, smoothing), aggregate)
     mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
-    return _out(np.where(count > 0, mean, whole), single)
+    if (count == 0).any():  # images without an object: the standard F-measure
+        empty = count == 0
+        hist = _frame_histograms(bins[empty], g[empty], None, num_thresholds)
+        mean[empty] = _f_aggregate(_f_curves(hist, beta2, smoothing), aggregate)
+    return _out(mean, single)
 
 
 # ---------------------------------------------------------------------------------------------- AUC
@@ -314,7 +316,7 @@ def auc(pred: Any, gt: Any, *, num_thresholds: int = 100, smoothing: float = 1.0
     image has a single class)."""
     p, g, single = _prepare(pred, gt)
     bins = _bin_index(p, num_thresholds)
-    hist = _frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds)
+    hist = _frame_histograms(bins, g, None, num_thresholds)
     return _out(_aucs(hist, smoothing), single)
 
 
@@ -332,12 +334,12 @@ def si_auc(
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
     bins = _bin_index(p, num_thresholds)
-    whole = _aucs(_frame_histograms(bins, g, _whole_image_boxes(*p.shape), num_thresholds), smoothing)
-    if len(fr.boxes) == 0:
-        return _out(whole, single)
     per = _aucs(_frame_histograms(bins, g, fr.boxes, num_thresholds), smoothing)
     mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
-    return _out(np.where(count > 0, mean, whole), single)
+    if (count == 0).any():  # no usable object frame: the image AUC
+        empty = count == 0
+        mean[empty] = _aucs(_frame_histograms(bins[empty], g[empty], None, num_thresholds), smoothing)
+    return _out(mean, single)
 
 
 def evaluate(pred: Any, gt: Any, *, min_area: int = 0) -> dict[str, float]:
