@@ -90,7 +90,7 @@ class GradientSurgery:
         self.ema_aux: list[torch.Tensor] | None = None
         self.n_steps = 0
         self.last_ratio: float | None = None
-        """The projection ratio ``c = <g_aux, e>/||e||^2`` of the last step (before any clipping)."""
+        """The projection ratio ``c`` used at the last step (after the dynamic barrier's clip)."""
 
     # ------------------------------------------------------------------ public API
     @property
@@ -146,8 +146,10 @@ class GradientSurgery:
                 if not isinstance(t, torch.Tensor) or t.shape != p.shape:
                     shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
                     raise ValueError(f"{name}[{i}] must be a tensor of shape {tuple(p.shape)}, got {shape}")
-                if not torch.isfinite(t).all():
-                    raise ValueError(f"{name}[{i}] has non-finite entries")
+            # one fused check: a nan/inf entry makes its tensor's sum non-finite
+            if not bool(torch.isfinite(torch.stack([t.sum() for t in g])).all()):
+                bad = next(i for i, t in enumerate(g) if not torch.isfinite(t).all())
+                raise ValueError(f"{name}[{bad}] has non-finite entries")
         direction = self.direction(list(g_main), list(g_aux))
         for p, d in zip(params, direction):
             p.grad = d.to(p.dtype)
@@ -165,16 +167,16 @@ class GradientSurgery:
                 self.ema_main = self._init_ema(g_main, offset=0)
                 if self.method == "pcgrad":
                     self.ema_aux = self._init_ema(g_aux, offset=1)
-            self.ema_main = D.update_ema(self.ema_main, g_main, self.ema)
-            self.last_ratio = float(D.projection_ratio(self.ema_main, g_aux, eps=self.eps))
-            if self.method == "bloop":
-                d = D.bloop_direction(g_main, g_aux, self.ema_main, lam, eps=self.eps)
-            elif self.method == "dynamic_barrier":
-                d = D.dynamic_barrier_direction(g_main, g_aux, self.ema_main, lam, eps=self.eps)
-            else:  # pcgrad
+            _lerp_(self.ema_main, g_main, self.ema)
+            if self.method == "pcgrad":
                 assert self.ema_aux is not None
-                self.ema_aux = D.update_ema(self.ema_aux, g_aux, self.ema)
+                _lerp_(self.ema_aux, g_aux, self.ema)
                 d = D.pcgrad_direction(g_main, g_aux, self.ema_main, self.ema_aux, lam, eps=self.eps)
+            else:
+                bound = 1.0 / lam if (self.method == "dynamic_barrier" and lam > 0) else None
+                proj, c = D.project_out(self.ema_main, g_aux, upper_bound=bound, eps=self.eps)
+                self.last_ratio = float(c)
+                d = [a + lam * b for a, b in zip(g_main, proj)]
         if self.rescale:
             d = [x / (1.0 + lam) for x in d]
         self.n_steps += 1
@@ -222,6 +224,16 @@ class GradientSurgery:
             raise ValueError(f"{name} does not depend on any of the optimizer's parameters: no gradient")
         # a parameter a loss does not touch (e.g. biases for a weight-norm penalty) has a zero gradient
         return [torch.zeros_like(p) if g is None else g.detach() for g, p in zip(grads, params)]
+
+
+def _lerp_(ema: list[torch.Tensor], g: Sequence[torch.Tensor], rho: float) -> None:
+    """In place ``e <- e + rho (g - e)``; exact copies at ``rho = 1`` (and ``rho = 0`` leaves ``e`` as is)."""
+    if rho == 1.0:
+        for e, x in zip(ema, g):
+            e.copy_(x)
+    elif rho != 0.0:
+        for e, x in zip(ema, g):
+            e.lerp_(x, rho)
 
 
 class Bloop(GradientSurgery):
