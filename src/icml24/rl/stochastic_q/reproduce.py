@@ -194,11 +194,11 @@ def run_deep(config: dict, seed: int) -> dict:
 SCALE_PLAN: dict[str, dict[str, Any]] = {
     "smoke": {"stoch_max": ([64, 1024], 500, 10), "tab_steps": 600, "tab_runs": 2, "frozen": False,
               "timing": {32: 40}, "looped": {32: 30}, "learning": []},
-    "quick": {"stoch_max": ([64, 1024, 16384], 4000, 50), "tab_steps": 10_000, "tab_runs": 4, "frozen": True,
+    "quick": {"stoch_max": ([64, 1024, 16384], 4000, 50), "tab_steps": 20_000, "tab_runs": 5, "frozen": True,
               "timing": {32: 120, 512: 100, 4096: 60}, "looped": {32: 60, 512: 40, 4096: 30}, "learning": []},
     "full": {"stoch_max": ([64, 1024, 16384], 10_000, 50), "tab_steps": 30_000, "tab_runs": 5, "frozen": True,
              "timing": {32: 300, 512: 300, 4096: 200}, "looped": {32: 150, 512: 100, 4096: 60},
-             "learning": [("Pendulum-v1", 32, 5000), ("Pendulum-v1", 512, 5000),
+             "learning": [("Pendulum-v1", 32, 15_000), ("Pendulum-v1", 512, 15_000),
                           ("InvertedPendulum-v5", 1000, 3000)]},
 }  # fmt: skip
 
@@ -326,8 +326,11 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             if exact in d and stoch in d:
                 se = mean_std([x for r in d[exact] for x in r.metrics["final_scores"]])[0]
                 ss_ = mean_std([x for r in d[stoch] for x in r.metrics["final_scores"]])[0]
-                (tab_ok if ss_ >= se - 0.1 else tab_bad).append(
-                    f"{env}/{stoch}: {ss_:.3f} vs {exact}: {se:.3f}"
+                _, sd_e, n_e = mean_std([x for r in d[exact] for x in r.metrics["final_scores"]])
+                _, sd_s, n_s = mean_std([x for r in d[stoch] for x in r.metrics["final_scores"]])
+                tol = max(0.1, 2 * math.sqrt(sd_e**2 / max(n_e, 1) + sd_s**2 / max(n_s, 1)))
+                (tab_ok if ss_ >= se - tol else tab_bad).append(
+                    f"{env}/{stoch}: {ss_:.3f} vs {exact}: {se:.3f} (tol {tol:.2f})"
                 )
     if rows:
         tables.append(
@@ -342,7 +345,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             ClaimCheck(
                 "Stochastic (Double) Q-learning matches its exact counterpart with O(log n) evaluations",
                 "not_supported" if tab_bad else ("supported" if tab_ok else "inconclusive"),
-                "rule: stochastic >= exact - 0.1 normalised value. " + "; ".join(tab_ok + tab_bad),
+                "rule: stochastic >= exact - max(0.1, 2 s.e. of the difference) in normalised value. " + "; ".join(tab_ok + tab_bad),
             )
         )
         fig, ax = new_figure(1, len(per_env), width=4.5)
@@ -470,7 +473,7 @@ REPRODUCTION = Reproduction(
     deviations=(
         "Tabular control uses our 10-state, 1024-action Garnet MDP and FrozenLake, not the paper's environments.",
         "Deep runs: Pendulum-v1 (classic control) with the torque discretised to n in {32, 512, 4096}, 100-step "
-        "episodes, 5k env steps per run in full; the paper trains much longer on MuJoCo InvertedPendulum and "
+        "episodes, 15k env steps per run in full; the paper trains much longer on MuJoCo InvertedPendulum and "
         "HalfCheetah. InvertedPendulum-v5 (n=1000) only in full, 3k steps.",
         "Replay capacity 10k instead of the official script's 2 x batch; target network copied every step and "
         "epsilon decayed by 0.995 per gradient step as in the official code.",
