@@ -44,6 +44,11 @@ METHOD_SPECS: tuple[tuple[str, str, float], ...] = (
     ("dynamic_barrier", "dynamic_barrier", 1.0),
     ("bloop_no_ema", "bloop", 1.0),
     ("bloop_ema", "bloop", 0.01),
+    (
+        "bloop_ema_0.1",
+        "bloop",
+        0.1,
+    ),  # ablation: a shorter EMA horizon for our short runs (not in the verdict)
 )
 LABELS = [m[0] for m in METHOD_SPECS]
 
