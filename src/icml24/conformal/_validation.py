@@ -13,9 +13,10 @@ PROBS_ATOL: float = 1e-4
 thousands of classes, narrow enough to catch unnormalised scores or logits passed by mistake."""
 
 
-BLOCK_ELEMENTS: int = 1 << 17
-"""Elements per row block (1 MiB of float64) in the blocked loops: small enough to stay in L2 cache, large
-enough that the Python overhead per block is negligible."""
+BLOCK_ELEMENTS: int = 1 << 18
+"""Elements per row block (2 MiB of float64) in the blocked loops: small enough to stay in cache between the
+check and the computation, large enough that the Python overhead per block is small (measured best of
+2^16..2^20 on the 100,000 x 100 benchmark)."""
 
 
 def block_rows(n_classes: int) -> int:
