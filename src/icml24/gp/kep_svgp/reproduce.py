@@ -51,6 +51,10 @@ LABELS = {
     "kep_concat_mean": "KEP-SVGP concat, posterior-mean path",
 }
 
+LR = 3e-3
+"""Peak Adam learning rate for every method (the paper: 1e-3 over 300 epochs; 1e-3 over 40 epochs left both
+softmax and KEP-SVGP ViTs under-trained here, see the README)."""
+
 _SCALE_CFG = {
     "smoke": {"epochs": 1, "n_train": 200, "methods": ["softmax", "kep_sum"], "ood_methods": ["kep_sum"],
               "timing": False},
@@ -139,7 +143,7 @@ def _train_and_predict(method: str, data: dict, inputs: dict[str, np.ndarray], c
     if cfg.get("n_train"):
         x_tr, y_tr = x_tr[: cfg["n_train"]], y_tr[: cfg["n_train"]]
     xt, yt = torch.as_tensor(x_tr), torch.as_tensor(y_tr, dtype=torch.long)
-    tcfg = TrainConfig(epochs=cfg["epochs"], warmup_epochs=min(2, cfg["epochs"]))
+    tcfg = TrainConfig(epochs=cfg["epochs"], warmup_epochs=min(2, cfg["epochs"]), lr=cfg.get("lr", 1e-3))
     members = 3 if method == "ensemble" else 1
     probs: dict[str, dict[str, list[np.ndarray]]] = {}
     for k in range(members):
@@ -226,10 +230,10 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
     for s in seeds_for(scale, seeds, DEFAULT_SEEDS):
         for method in cfg["methods"]:
             jobs.append(Job(SLUG, "uq", _FN + "run_uq", {"method": method, "epochs": cfg["epochs"],
-                                                          "n_train": cfg["n_train"]}, s))  # fmt: skip
+                                                          "n_train": cfg["n_train"], "lr": LR}, s))  # fmt: skip
         for method in cfg["ood_methods"]:
             jobs.append(Job(SLUG, "ood", _FN + "run_ood", {"method": method, "epochs": cfg["epochs"],
-                                                            "n_train": cfg["n_train"]}, s))  # fmt: skip
+                                                            "n_train": cfg["n_train"], "lr": LR}, s))  # fmt: skip
     if cfg["timing"]:
         for method in ("softmax", "kep_sum"):
             for patch in (2, 1):
@@ -376,7 +380,7 @@ REPRODUCTION = Reproduction(
         "Data: sklearn digits (8x8, 16 tokens of 2x2 patches) instead of CIFAR-10/100, CoLA and IMDB; shifts are "
         "noise / rotation / pixel dropout instead of CIFAR-10-C; OOD is held-out classes 5-9.",
         "Model: a 2-block ViT of width 32, 4 heads, s=4, r=4, KEP-SVGP in the last block; 40 (quick) / 60 (full) "
-        "epochs instead of 300.",
+        "epochs instead of 300, with a peak learning rate of 3e-3 instead of 1e-3 for every method.",
         "Loss weights: η_kl = 1/N_train (the code uses 1 with an undivided KL, which swamps the cross-entropy "
         "in a short CPU run); η_ksvd = 0.1 (the code's option default).",
         "Each channel's variational factor is a true lower-triangular Cholesky factor; the official code mixes "
