@@ -70,7 +70,7 @@ def test_chance_level_for_independent_features():
     assert chance_mutual_knn(1024, 10) == pytest.approx(10 / 1023)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10_000), scale=st.floats(0.01, 100.0))
 def test_rotation_scale_and_feature_permutation_invariance(seed, scale):
     rng = _rng(seed)

@@ -155,7 +155,7 @@ def test_size_invariance_si_mae_unchanged_when_an_object_is_upscaled():
     assert abs(mae(pa, ga) - mae(pb, gb)) > 1e-3
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10_000), op=st.sampled_from(["T", "flipud", "fliplr", "rot90"]))
 def test_order_invariance_under_relabelling_transforms(seed, op):
     # Transposes and flips reorder the objects (labels follow raster order) but keep every frame.
