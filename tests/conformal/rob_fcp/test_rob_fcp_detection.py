@@ -55,7 +55,7 @@ def test_select_benign_breaks_ties_by_index():
     np.testing.assert_array_equal(select_benign(np.array([1.0, 0.0, 1.0, 1.0]), 2), [0, 1])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.sampled_from(["nearest", "farthest"]))
 def test_identical_attack_vectors_are_always_flagged(seed, n_mal, mode):
     rng = np.random.default_rng(seed)
@@ -68,7 +68,7 @@ def test_identical_attack_vectors_are_always_flagged(seed, n_mal, mode):
     np.testing.assert_array_equal(np.sort(np.concatenate([det.benign, det.malicious])), np.arange(k))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(st.integers(0, 2**32 - 1))
 def test_detection_is_permutation_equivariant(seed):
     rng = np.random.default_rng(seed)

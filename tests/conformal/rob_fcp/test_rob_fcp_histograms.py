@@ -35,7 +35,7 @@ def test_custom_bounds():
     np.testing.assert_array_equal(h, [0.25, 0.5, 0.0, 0.25])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     st.lists(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40), min_size=1, max_size=6),
     st.integers(1, 30),
