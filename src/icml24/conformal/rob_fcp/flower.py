@@ -1,8 +1,8 @@
 """Rob-FCP on Flower: a message-based server strategy and the matching client behaviour.
 
 "Certifiably Byzantine-Robust Federated Conformal Prediction" (Kang et al., ICML 2024,
-https://arxiv.org/abs/2406.01960), Algorithm 1, as one Flower round (the Message API of Flower, tested with flwr 1.42:
-``flwr.serverapp.strategy.Strategy``):
+https://arxiv.org/abs/2406.01960), Algorithm 1, as one Flower round (Flower's Message API,
+``flwr.serverapp.strategy.Strategy``; tested with flwr 1.42):
 
 - ``configure_train`` asks every connected node for its calibration histogram, telling it the number of
   bins ``H * refine`` and the score range;
