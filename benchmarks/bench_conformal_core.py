@@ -3,7 +3,7 @@
 100,000 calibration samples and 100,000 test samples x 100 classes (``--quick``: 20,000 x 100), LAC and
 APS. Both libraries get the same probabilities through the same index-lookup "classifier", so the time is
 the conformal work (scores, quantile, sets) plus input checks. Prints the median of several repeats and
-the ratio MAPIE / ours.
+the ratio MAPIE / ours (median of per-repeat ratios, contenders interleaved).
 
     .venv/bin/python benchmarks/bench_conformal_core.py [--quick] [--repeats 5]
 """
@@ -75,6 +75,7 @@ def main() -> None:
         from mapie.classification import SplitConformalClassifier as MapieSCC
     except ImportError:  # pragma: no cover
         MapieSCC = None
+        print("mapie is not installed: timing icml24 only")
 
     print(f"calibrate + predict sets, n_cal = n_test = {n:,}, {k} classes, alpha = {alpha}, "
           f"median of {args.repeats}")
@@ -100,11 +101,7 @@ def main() -> None:
             cp = SplitConformalClassifier(est, alpha=alpha, score=score, prefit=True)
             return cp.calibrate(X[:n], y_cal).predict_sets(X[n:])
 
-        t_ours = median_time(ours_fn, args.repeats)
-        t_wrap = median_time(wrapper_fn, args.repeats)
-        t_mat = median_time(matrix_fn, max(1, args.repeats // 2))
-        line = (f"{score.upper():4s} icml24 sets_from_probs {t_ours:6.3f} s | SplitConformalClassifier {t_wrap:6.3f} s"
-                f" | score matrix + prediction_sets {t_mat:6.3f} s")
+        fns = {"ours": ours_fn, "wrapper": wrapper_fn, "matrix": matrix_fn}
         if MapieSCC is not None:
             kw = {"conformity_score_params": {"include_last_label": False}} if score == "aps" else {}
 
@@ -112,9 +109,21 @@ def main() -> None:
                 m = MapieSCC(est, confidence_level=1 - alpha, conformity_score=score, prefit=True, random_state=0)
                 return m.conformalize(X[:n], y_cal).predict_set(X[n:], **kw)[1]
 
-            t_mapie = median_time(mapie_fn, args.repeats)
-            line += (f" | MAPIE {t_mapie:6.3f} s || MAPIE / sets_from_probs x{t_mapie / t_ours:.1f}, "
-                     f"MAPIE / wrapper x{t_mapie / t_wrap:.1f}, MAPIE / matrix x{t_mapie / t_mat:.1f}")
+            fns["mapie"] = mapie_fn
+        # Interleave the contenders inside each repeat, so that a shared, loaded machine slows them alike;
+        # ratios are medians of the per-repeat ratios.
+        times = {name: [] for name in fns}
+        for _ in range(args.repeats):
+            for name, fn in fns.items():
+                times[name].append(median_time(fn, 1))
+        med = {name: float(np.median(v)) for name, v in times.items()}
+        line = (f"{score.upper():4s} icml24 sets_from_probs {med['ours']:6.3f} s | SplitConformalClassifier "
+                f"{med['wrapper']:6.3f} s | score matrix + prediction_sets {med['matrix']:6.3f} s")
+        if "mapie" in med:
+            ratio = {name: float(np.median(np.asarray(times["mapie"]) / np.asarray(times[name])))
+                     for name in ("ours", "wrapper", "matrix")}
+            line += (f" | MAPIE {med['mapie']:6.3f} s || MAPIE / sets_from_probs x{ratio['ours']:.1f}, "
+                     f"MAPIE / wrapper x{ratio['wrapper']:.1f}, MAPIE / matrix x{ratio['matrix']:.1f}")
         print(line, flush=True)
 
 
