@@ -55,6 +55,10 @@ def test_bayes_rule_reads_set_size_as_confidence():
     assert decide(h, big, 0.5, "restrict", rng)[0] == 1  # restrict ignores size
     assert decide(h, None, 0.9, "bayes", rng)[0] == 0
     assert decide(h, big, 0.5, "anchor", rng, anchor_prob=1.0)[0] == 1  # first listed label
+    # ignore_large: a 4-label set is ignored when max_size = 3 (own knowledge: 0), read when max_size = 4
+    assert decide(h, big, 0.99, "ignore_large", rng, max_size=3)[0] == 0
+    assert decide(h, big, 0.99, "ignore_large", rng, max_size=4)[0] == 1
+    assert decide(h, single, 0.9, "ignore_large", rng, max_size=3)[0] == 1
 
 
 def test_simulation_is_deterministic_and_shaped():
@@ -77,6 +81,8 @@ def test_bad_input():
     p, y = _pool()
     with pytest.raises(ValueError, match="rule"):
         HumanModel(rule="guess")
+    with pytest.raises(ValueError, match="max_size"):
+        HumanModel(rule="ignore_large", max_size=0)
     with pytest.raises(ValueError, match="skill"):
         HumanModel(skill_low=2, skill_high=1)
     with pytest.raises(ValueError, match="n_items"):

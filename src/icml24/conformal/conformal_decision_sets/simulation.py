@@ -19,6 +19,9 @@ Decision rules (``rule``):
 - ``"restrict"``: answer ``argmax_{y in C} h(y | x)``; the set is trusted blindly, its size ignored.
 - ``"anchor"``: with probability ``anchor_prob`` answer the first label listed (sets are displayed sorted by
   class id, as in the trial), otherwise behave as ``"bayes"``.
+- ``"ignore_large"``: a reader who distrusts long lists: sets with more than ``max_size`` labels are
+  ignored (answer from own knowledge, as in control), smaller ones are read as ``"bayes"``. Conformal sets
+  are long exactly on the hard items, so this rule is built to take the help away where it matters.
 - Control arm (no set): ``argmax_y h(y | x)``.
 """
 
@@ -31,7 +34,7 @@ import numpy as np
 
 __all__ = ["DECISION_RULES", "HumanModel", "decide", "human_knowledge", "simulate_trial"]
 
-DECISION_RULES = ("bayes", "restrict", "anchor")
+DECISION_RULES = ("bayes", "restrict", "anchor", "ignore_large")
 _FLOOR = 1e-12
 
 
@@ -49,6 +52,8 @@ class HumanModel:
     """Standard deviation ``sigma`` of the per-item Gaussian noise on the log-knowledge."""
     anchor_prob: float = 0.3
     """Probability of answering the first listed label under the ``"anchor"`` rule."""
+    max_size: int = 3
+    """Under ``"ignore_large"``: sets with more labels than this are ignored."""
 
     def __post_init__(self) -> None:
         if self.rule not in DECISION_RULES:
@@ -59,6 +64,8 @@ class HumanModel:
             raise ValueError(f"noise_sd must be >= 0, got {self.noise_sd}")
         if not 0 <= self.anchor_prob <= 1:
             raise ValueError(f"anchor_prob must be in [0, 1], got {self.anchor_prob}")
+        if self.max_size < 1:
+            raise ValueError(f"max_size must be >= 1, got {self.max_size}")
 
 
 def human_knowledge(q: np.ndarray, skill: np.ndarray, noise_sd: float, rng: np.random.Generator) -> np.ndarray:
@@ -78,6 +85,7 @@ def decide(
     rule: str,
     rng: np.random.Generator,
     anchor_prob: float = 0.3,
+    max_size: int = 3,
 ) -> np.ndarray:
     """The label each participant answers, for items ``knowledge[..., :]`` and sets ``sets[..., :]``
     (``None`` for the control arm). Ties go to the lowest class id."""
@@ -107,6 +115,8 @@ def decide(
         first = np.argmax(s, axis=-1)  # lowest class id in the set: the first label displayed
         use_anchor = (rng.random(choice.shape) < anchor_prob) & s.any(axis=-1)
         choice = np.where(use_anchor, first, choice)
+    elif rule == "ignore_large":
+        choice = np.where(size[..., 0] > max_size, np.argmax(h, axis=-1), choice)
     return choice
 
 
@@ -155,7 +165,7 @@ def simulate_trial(
         skill = rng.uniform(human.skill_low, human.skill_high, size=(n_participants, 1))
         h = human_knowledge(q[items], np.broadcast_to(skill, items.shape), human.noise_sd, rng)
         shown = None if sets is None else np.asarray(sets, dtype=bool)[items]
-        choice = decide(h, shown, coverage, human.rule, rng, human.anchor_prob)
+        choice = decide(h, shown, coverage, human.rule, rng, human.anchor_prob, human.max_size)
         pid = np.broadcast_to((arm_idx * n_participants + np.arange(n_participants))[:, None], items.shape)
         cols["task"].append(np.full(items.size, task))
         cols["arm"].append(np.full(items.size, arm))
