@@ -61,7 +61,7 @@ LABELS = {
 _SCALE_CFG = {
     "smoke": {"s_n": 80, "s_iter": 60, "d_n": 100, "d_iter": 40, "i_n": 60, "i_iter": 30, "n_freq": 8},
     "quick": {"s_n": 300, "s_iter": 800, "d_n": 400, "d_iter": 600, "i_n": 200, "i_iter": 300, "n_freq": 25},
-    "full": {"s_n": 300, "s_iter": 3000, "d_n": 1797, "d_iter": 3000, "i_n": 600, "i_iter": 2000, "n_freq": 25},
+    "full": {"s_n": 300, "s_iter": 3000, "d_n": 1797, "d_iter": 3000, "i_n": 400, "i_iter": 1500, "n_freq": 25},
 }
 
 
