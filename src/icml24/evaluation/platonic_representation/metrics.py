@@ -86,7 +86,8 @@ def clip_outliers(feats: Any, q: float = 0.95) -> torch.Tensor:
         raise ValueError(f"q must be in (0, 1], got {q}")
     if q == 1.0:
         return t
-    q_val = torch.quantile(t.abs(), q, dim=1).mean()
+    # numpy's quantile has no size limit (torch.quantile refuses inputs over 2**24 entries)
+    q_val = float(np.quantile(t.abs().numpy(), q, axis=1).mean())
     return t.clamp(-q_val, q_val)
 
 
