@@ -240,6 +240,10 @@ def test_bad_input_raises_clear_errors():
         lewis_weights(A, -1.0)
     with pytest.raises(TypeError, match="p must be"):
         lewis_weights(A, "2")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="p must be"):
+        MultipleLpCoreset(p=0, k=10).fit(A, B)
+    with pytest.raises(ValueError, match="p must be"):
+        coreset_probabilities(A, B, -2.0)
     with pytest.raises(ValueError, match="k must be in"):
         MultipleLpCoreset(p=1.5, k=len(A) + 1).fit(A, B)
     with pytest.raises(ValueError, match="k must be in"):

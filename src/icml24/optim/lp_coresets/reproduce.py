@@ -50,7 +50,7 @@ from icml24.optim.lp_coresets.power_means import (
 from icml24.optim.lp_coresets.regression import lp_cost, solve_multi_lp
 
 SLUG = "lp-coresets"
-DEFAULT_SEEDS = {"smoke": 1, "quick": 3, "full": 5}
+DEFAULT_SEEDS = {"smoke": 1, "quick": 3, "full": 3}
 METHODS = ("mfree", "uniform", "union")
 
 REG_SCALES = {
