@@ -89,16 +89,26 @@ def test_stochastic_counterexample_values():
     assert abs(mc["max_return"].mean() - 0.725) < 4 * mc["max_return"].std() / np.sqrt(400_000)
 
 
-def test_shift_invariance_of_the_policy():
+def test_shift_and_scale_invariance():
     env = GridMaze(slip=0.2)
     m = Outcomes.from_tabular(env.to_mdp())
     Q1, g1 = max_reward_value_iteration(m, 0.95)
-    c = 0.25  # adding c to rewards and to r_lb: the shifted problem is the same one
-    m2 = m.shifted(c).shifted(-c)
-    Q2, _ = max_reward_value_iteration(m2, 0.95)
-    np.testing.assert_array_equal(Q1.argmax(-1), Q2.argmax(-1))
-    # and the greedy policy of the y-augmented DP ranks actions as the raw reward ranks cells
-    assert Q1[env.start_state, 0].max() > 0
+    # adding c to every reward and to the lower bound r_lb leaves values (in shifted units) and policy unchanged
+    for c in (-3.0, 0.25, 10.0):
+        Q2, g2 = max_reward_value_iteration(m.shifted(c), 0.95, r_lb=c, r_ub=1.0 + c)
+        np.testing.assert_allclose(Q2, Q1, atol=1e-9)
+        np.testing.assert_array_equal(Q2.argmax(-1), Q1.argmax(-1))
+    # max is positively homogeneous: scaling rewards by k scales y and Q by k
+    k = 3.0
+    mk = Outcomes(m.prob, m.next_state, k * m.reward, m.terminal, m.start)
+    Qk, gk = max_reward_value_iteration(mk, 0.95)
+    np.testing.assert_allclose(gk.values, k * g1.values, rtol=1e-9)
+    np.testing.assert_allclose(Qk, k * Q1, atol=1e-9)
+    # without the shift, negative rewards are refused
+    with pytest.raises(ValueError, match="non-negative"):
+        max_reward_value_iteration(m.shifted(-3.0), 0.95)
+    with pytest.raises(ValueError, match="bracket"):
+        max_reward_value_iteration(m.shifted(-3.0), 0.95, r_lb=-2.0, r_ub=1.0)
 
 
 def test_max_return_estimator_matches_brute_force():

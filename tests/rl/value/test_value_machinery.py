@@ -172,3 +172,18 @@ def test_td3_update_runs_and_target_respects_termination():
     assert any(not torch.equal(a, b) for a, b in zip(before, agent.critics.parameters(), strict=True))
     with pytest.raises(ValueError, match="obs"):
         agent.act(torch.zeros(3, 5))
+
+
+def test_q_learning_over_a_gymnasium_env_matches_q_star():
+    from icml24.rl.envs.chain import TabularMDPEnv
+    from icml24.rl.value import q_learning_gym
+
+    mdp = _two_state_mdp(p_slip=0.3)
+    env = TabularMDPEnv(mdp, max_episode_steps=20)
+    out = q_learning_gym(env, config=QLearningConfig(gamma=0.8, alpha=0.05, epsilon=1.0), steps=4000, seed=0)
+    np.testing.assert_allclose(out["Q"][0], value_iteration(mdp, 0.8)[0], atol=0.05)
+    assert out["evaluations"] == 2 * 4000 * 2
+    import gymnasium as gym
+
+    with pytest.raises(TypeError, match="Discrete"):
+        q_learning_gym(gym.make("Pendulum-v1"), config=QLearningConfig(), steps=1, seed=0)

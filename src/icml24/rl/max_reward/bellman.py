@@ -164,10 +164,26 @@ def augmented_backup(mdp: Outcomes, grid: YGrid, Q: np.ndarray, gamma: float) ->
 
 
 def max_reward_value_iteration(
-    mdp: Outcomes, gamma: float, *, tol: float = 1e-12, max_iter: int = 10_000, max_y: int = 50_000
+    mdp: Outcomes,
+    gamma: float,
+    *,
+    r_lb: float | None = None,
+    r_ub: float | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 10_000,
+    max_y: int = 50_000,
 ) -> tuple[np.ndarray, YGrid]:
-    """Optimal ``Q(s, y, a)`` of the max-reward objective on the reachable y grid; returns ``(Q, grid)``."""
+    """Optimal ``Q(s, y, a)`` of the max-reward objective on the reachable y grid; returns ``(Q, grid)``.
+
+    With reward bounds ``[r_lb, r_ub]`` (checked to bracket the rewards) the objective is that of the shifted
+    rewards ``r - r_lb >= 0`` (the paper's convention); values are then in shifted units.
+    """
     check_gamma(gamma)
+    if r_lb is not None or r_ub is not None:
+        lb = float(np.min(mdp.reward)) if r_lb is None else float(r_lb)
+        ub = float(np.max(mdp.reward)) if r_ub is None else float(r_ub)
+        check_reward_bounds(mdp.reward, lb, ub)
+        mdp = mdp.shifted(-lb)
     grid = y_grid(mdp.reward, gamma, max_size=max_y)
     Q = np.zeros((mdp.n_states, len(grid.values), mdp.n_actions))
     for _ in range(max_iter):

@@ -18,6 +18,7 @@ from icml24.rl.value.tabular import (
     mdp_from_toy_text,
     policy_evaluation,
     q_learning,
+    q_learning_gym,
     value_iteration,
 )
 from icml24.rl.value.td3 import TD3Agent, TD3Config, random_actions
@@ -43,6 +44,7 @@ __all__ = [
     "mlp",
     "policy_evaluation",
     "q_learning",
+    "q_learning_gym",
     "random_actions",
     "train_dqn",
     "value_iteration",

@@ -228,3 +228,54 @@ def mdp_from_toy_text(env: Any) -> TabularMDP:
                 T[s, a, s2] = done
     start = np.asarray(base.initial_state_distrib, dtype=np.float64)
     return TabularMDP(P=P, R=R, terminal=T, start=start / start.sum())
+
+
+def q_learning_gym(
+    env: Any,
+    *,
+    config: QLearningConfig,
+    steps: int,
+    seed: int,
+    maximizer: Maximizer | Callable[..., Any] = exact_max,
+) -> dict[str, Any]:
+    """Single-learner (Double) Q-learning on any Gymnasium env with ``Discrete`` observations and actions.
+
+    Seeds through ``env.reset(seed=seed)``; ``terminated`` cuts the bootstrap, ``truncated`` only resets (the
+    env's own time limit decides truncation). Same update and ``maximizer`` hook as :func:`q_learning`.
+    """
+    import gymnasium as gym
+
+    if not isinstance(env.observation_space, gym.spaces.Discrete) or not isinstance(
+        env.action_space, gym.spaces.Discrete
+    ):
+        raise TypeError("q_learning_gym needs Discrete observation and action spaces")
+    check_gamma(config.gamma)
+    rng = np.random.default_rng(seed)
+    S, A = int(env.observation_space.n), int(env.action_space.n)
+    tables = np.full((2 if config.double else 1, S, A), float(config.q_init))
+    s, _ = env.reset(seed=seed)
+    returns, ret = [], 0.0
+    evals = 0
+    for _ in range(steps):
+        q_act = tables.sum(0) if config.double else tables[0]
+        _, greedy, n_ev = maximizer(q_act[[s]], np.array([s]), rng)
+        evals += n_ev
+        a = int(rng.integers(A)) if rng.random() < config.epsilon else int(greedy[0])
+        s2, r, term, trunc, _ = env.step(a)
+        if config.double:
+            u = int(rng.random() < 0.5)
+            _, b, n_ev = maximizer(tables[u][[s2]], np.array([s2]), rng)
+            boot = tables[1 - u, s2, b[0]]
+        else:
+            u = 0
+            v, _, n_ev = maximizer(tables[0][[s2]], np.array([s2]), rng)
+            boot = v[0]
+        evals += n_ev
+        tables[u, s, a] += config.alpha * (r + config.gamma * (not term) * boot - tables[u, s, a])
+        ret += float(r)
+        s = s2
+        if term or trunc:
+            returns.append(ret)
+            ret = 0.0
+            s, _ = env.reset()
+    return {"Q": tables.mean(0), "episode_returns": returns, "evaluations": evals}
