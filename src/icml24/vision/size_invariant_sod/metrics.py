@@ -70,7 +70,7 @@ def _prepare(pred: Any, gt: Any) -> tuple[np.ndarray, np.ndarray, bool]:
         raise ValueError(f"pred and gt must be non-empty maps, got shape {p.shape}")
     if p.dtype == bool or not np.issubdtype(p.dtype, np.number):
         raise TypeError(f"pred must be a real-valued saliency map in [0, 1], got dtype {p.dtype}")
-    p = p.astype(np.float64)
+    p = np.asarray(p, dtype=np.float64)
     if not np.isfinite(p).all():
         raise ValueError("pred contains non-finite values (NaN or inf)")
     if p.min() < 0.0 or p.max() > 1.0:
@@ -120,23 +120,35 @@ def _bin_index(p: np.ndarray, num: int) -> np.ndarray:
     return b.astype(np.int64)
 
 
-def _frame_histograms(bins: np.ndarray, g: np.ndarray, boxes: np.ndarray | None, num: int) -> np.ndarray:
+def _frame_histograms(
+    p: np.ndarray, g: np.ndarray, boxes: np.ndarray | None, num: int, normalize: bool = False
+) -> np.ndarray:
     """``(M, 2, num)`` counts of pixels per (frame, gt class, threshold bin), for overlapping boxes;
-    ``boxes=None`` means one frame per whole image.
+    ``boxes=None`` means one frame per whole image. ``normalize`` min-max normalises each image first.
 
-    The pixels of every box are enumerated once (:func:`box_pixels`, total work = sum of box areas) and
-    counted with one ``bincount``; no Python loop over boxes.
+    Only the pixels inside the boxes are gathered (:func:`box_pixels`, total work = sum of box areas),
+    binned and counted with one ``bincount``; no Python loop over boxes.
     """
-    bsz = bins.shape[0]
-    pix = g.astype(np.int64) * num + bins  # per-pixel (class, bin) code
+    bsz = p.shape[0]
+    if normalize:
+        lo = p.min(axis=(1, 2))
+        span = p.max(axis=(1, 2)) - lo + 1e-20
     if boxes is None:
+        v = _minmax(p) if normalize else p
+        pix = g.astype(np.int64) * num + _bin_index(v, num)
         key = (np.arange(bsz)[:, None, None] * (2 * num) + pix).ravel()
         return np.bincount(key, minlength=bsz * 2 * num).reshape(bsz, 2, num)
     m = len(boxes)
     if m == 0:
         return np.zeros((0, 2, num), np.int64)
     areas = (boxes[:, 2] - boxes[:, 1]) * (boxes[:, 4] - boxes[:, 3])
-    key = np.repeat(np.arange(m) * (2 * num), areas) + pix.ravel()[box_pixels(boxes, bins.shape)]
+    flat = box_pixels(boxes, p.shape)
+    v = p.ravel()[flat]
+    if normalize:
+        # As the official code: (p - min + eps) / (max - min + eps), per image.
+        img = np.repeat(boxes[:, 0], areas)
+        v = np.clip((v - lo[img] + 1e-20) / span[img], 0.0, 1.0)
+    key = np.repeat(np.arange(m) * (2 * num), areas) + g.ravel()[flat] * num + _bin_index(v, num)
     return np.bincount(key, minlength=m * 2 * num).reshape(m, 2, num)
 
 
@@ -270,10 +282,8 @@ def f_measure(
 ) -> float | np.ndarray:
     """Standard F-measure over thresholds (mean F, max F, or the ``(B, T)`` curve) of each image."""
     p, g, single = _prepare(pred, gt)
-    if normalize:
-        p = _minmax(p)
-    bins = _bin_index(p, num_thresholds)
-    hist = _frame_histograms(bins, g, None, num_thresholds)
+    _thresholds(num_thresholds)
+    hist = _frame_histograms(p, g, None, num_thresholds, normalize)
     curves = _f_curves(hist, beta2, smoothing)
     if aggregate == "curve":
         return curves[0] if single else curves
@@ -296,14 +306,13 @@ def si_f_measure(
     averaged over the object frames of the image; the standard F-measure where there is no object."""
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
-    if normalize:
-        p = _minmax(p)
-    bins = _bin_index(p, num_thresholds)
-    per = _f_aggregate(_f_curves(_frame_histograms(bins, g, fr.boxes, num_thresholds), beta2, smoothing), aggregate)
+    _thresholds(num_thresholds)
+    hist = _frame_histograms(p, g, fr.boxes, num_thresholds, normalize)
+    per = _f_aggregate(_f_curves(hist, beta2, smoothing), aggregate)
     mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
     if (count == 0).any():  # images without an object: the standard F-measure
         empty = count == 0
-        hist = _frame_histograms(bins[empty], g[empty], None, num_thresholds)
+        hist = _frame_histograms(p[empty], g[empty], None, num_thresholds, normalize)
         mean[empty] = _f_aggregate(_f_curves(hist, beta2, smoothing), aggregate)
     return _out(mean, single)
 
@@ -315,9 +324,8 @@ def auc(pred: Any, gt: Any, *, num_thresholds: int = 100, smoothing: float = 1.0
     """Pixel ROC-AUC of each image by the trapezoid rule over ``num_thresholds`` thresholds (NaN when the
     image has a single class)."""
     p, g, single = _prepare(pred, gt)
-    bins = _bin_index(p, num_thresholds)
-    hist = _frame_histograms(bins, g, None, num_thresholds)
-    return _out(_aucs(hist, smoothing), single)
+    _thresholds(num_thresholds)
+    return _out(_aucs(_frame_histograms(p, g, None, num_thresholds), smoothing), single)
 
 
 def si_auc(
@@ -333,12 +341,12 @@ def si_auc(
     (frames with one class only are skipped; the image AUC is used when no frame is usable)."""
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
-    bins = _bin_index(p, num_thresholds)
-    per = _aucs(_frame_histograms(bins, g, fr.boxes, num_thresholds), smoothing)
+    _thresholds(num_thresholds)
+    per = _aucs(_frame_histograms(p, g, fr.boxes, num_thresholds), smoothing)
     mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
     if (count == 0).any():  # no usable object frame: the image AUC
         empty = count == 0
-        mean[empty] = _aucs(_frame_histograms(bins[empty], g[empty], None, num_thresholds), smoothing)
+        mean[empty] = _aucs(_frame_histograms(p[empty], g[empty], None, num_thresholds), smoothing)
     return _out(mean, single)
 
 
