@@ -336,3 +336,13 @@ def test_bad_options_raise():
         object_frames(g, connectivity=6)
     with pytest.raises(ValueError, match="frames were built"):
         si_mae(np.zeros((2, 4, 4)), np.zeros((2, 4, 4)), object_frames(np.zeros((3, 4, 4))))
+
+
+def test_box_pixels_enumerates_each_box_in_order():
+    from icml24.vision.size_invariant_sod.frames import box_pixels
+
+    shape = (2, 7, 9)
+    boxes = np.array([[0, 1, 4, 2, 5], [1, 0, 7, 0, 9], [0, 3, 4, 8, 9], [1, 2, 2, 3, 5]])  # last one empty
+    idx = np.arange(np.prod(shape)).reshape(shape)
+    want = np.concatenate([idx[i, a:b, c:d].ravel() for i, a, b, c, d in boxes])
+    np.testing.assert_array_equal(box_pixels(boxes, shape), want)
