@@ -6,6 +6,7 @@ kernel-eigen pair sparse variational Gaussian processes.
 * :mod:`icml24.gp.kep_svgp.metrics`: ECE, NLL, AURC, failure and OOD AUROC.
 """
 
+from icml24.gp.kep_svgp import metrics
 from icml24.gp.kep_svgp.attention import KEPSVGPAttention
 from icml24.gp.kep_svgp.training import (
     KEPSVGPConfig,
@@ -25,6 +26,7 @@ __all__ = [
     "TrainConfig",
     "kep_layers",
     "kep_svgp_loss",
+    "metrics",
     "predict_proba",
     "train_classifier",
 ]
