@@ -256,3 +256,23 @@ def test_kernel_modules_are_float64_and_differentiable():
     out.backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in kern.parameters())
     np.testing.assert_equal(kern.weights.detach().numpy() > 0, True)
+
+
+def test_rff_expected_loglik_lower_bounds_exact_gp_loglik():
+    # log N(y | 0, C) is concave in C, and E_ω[Φ Φᵀ] = K, so by Jensen the RFF model's expected log-likelihood
+    # (the advisedRFLVM ELBO at fixed X) lies below the exact GP log marginal likelihood; the gap closes as L grows.
+    g = torch.Generator().manual_seed(17)
+    x = _x(20, 2, 18)
+    kern = SpectralMixtureKernel(n_components=2, input_dim=2, means=torch.tensor([[0.0, 0.0], [0.2, 0.1]], dtype=D64))
+    with torch.no_grad():
+        k = kern(x, x)
+        y = torch.linalg.cholesky(k + 0.1 * torch.eye(20, dtype=D64)) @ torch.randn(20, 3, generator=g, dtype=D64)
+        exact = float(gaussian_loglik_dense(y, k + 0.1 * torch.eye(20, dtype=D64)))
+        gaps = []
+        for n_freq in (5, 100):
+            vals = torch.stack([gaussian_loglik_lowrank(y, kern.features(x, torch.randn(2, n_freq, 2, generator=g,
+                                dtype=D64)), 0.1) for _ in range(300)])  # fmt: skip
+            mean, se = float(vals.mean()), float(vals.std() / 300**0.5)
+            assert mean < exact + 3 * se
+            gaps.append(exact - mean)
+    assert gaps[1] < gaps[0]

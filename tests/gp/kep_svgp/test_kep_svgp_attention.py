@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icml24.common.tiny_vit import TinyViT
 from icml24.gp.kep_svgp import KEPSVGPAttention, kep_layers, kep_svgp_loss
@@ -95,7 +97,7 @@ def test_ksvd_regulariser_non_negative():
     for seed in range(5):
         layer = _layer(seed=seed)
         layer(_x(seed=seed + 10) * (seed + 1))
-        assert float(layer.ksvd_loss()) >= 0.0
+        assert float(layer.ksvd_loss().detach()) >= 0.0
 
 
 @pytest.mark.parametrize("concat", [False, True])
@@ -139,3 +141,19 @@ def test_bad_input():
         layer(_x(), noise=torch.zeros(1))
     with pytest.raises(RuntimeError, match="forward"):
         _layer().ksvd_loss()
+
+
+@settings(max_examples=15, deadline=None)
+@given(b=st.integers(1, 3), heads=st.integers(1, 3), head_dim=st.integers(1, 4), n=st.integers(1, 9),
+       rank=st.integers(1, 4), rank_multi=st.integers(1, 3), concat=st.booleans(), seed=st.integers(0, 1000))  # fmt: skip
+def test_property_shapes_and_signs(b, heads, head_dim, n, rank, rank_multi, concat, seed):
+    torch.manual_seed(seed)
+    dim = heads * head_dim
+    layer = KEPSVGPAttention(dim=dim, num_heads=heads, seq_len=n, rank=rank, rank_multi=rank_multi, concat=concat)
+    x = torch.randn(b, n, dim)
+    out = layer(x)
+    assert out.shape == (b, n, dim) and bool(torch.isfinite(out).all())
+    assert layer.n_landmarks == min(n, rank * rank_multi)
+    assert float(layer.kl_divergence().detach()) >= 0.0
+    assert float(layer.ksvd_loss().detach()) >= 0.0
+    assert bool((layer.predictive_variance(x) >= 0).all())
