@@ -170,7 +170,8 @@ class PointMazeVecEnv(gym.vector.VectorEnv):
     walls; the cell grid is the maze map with unit cells. Observation ``[x, y] / size * 2 - 1``. Reward: the
     DSP value of the current cell (``reward="dsp"``), DSP - 1 (``"dsp_shifted"``) or sparse; reaching within
     ``goal_radius`` of the goal centre terminates with reward 1 (0 when shifted). Episodes truncate after
-    ``max_episode_steps``. Done envs reset in the same step; the final observation is in
+    ``max_episode_steps``. ``info["progress"]`` is the DSP value of the current cell (1 at the goal) whatever
+    the reward, to compare agents trained on different rewards. Done envs reset in the same step; the final observation is in
     ``info["final_obs"]`` (Gymnasium's ``SAME_STEP`` autoreset). Tensors in, tensors out.
     """
 
@@ -201,6 +202,8 @@ class PointMazeVecEnv(gym.vector.VectorEnv):
         if reward == "sparse":
             r = (info["dist"] == 0).astype(np.float64)
         self.cell_reward = torch.as_tensor(r, dtype=torch.float32, device=self.device)
+        # closeness to the goal whatever the reward: the DSP value of the cell (1 = goal), for monitoring
+        self.dsp = torch.as_tensor(dsp_reward(info["dist"], beta), dtype=torch.float32, device=self.device)
         self.start = torch.tensor(info["start"], dtype=torch.float32, device=self.device) + 0.5
         self.goal = torch.tensor(info["goal"], dtype=torch.float32, device=self.device) + 0.5
         self.single_observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -251,7 +254,8 @@ class PointMazeVecEnv(gym.vector.VectorEnv):
         truncated = (self.t >= self.max_episode_steps) & ~terminated
         obs = self._obs(pos)
         done = terminated | truncated
-        info: dict[str, Any] = {"success": success}
+        progress = torch.where(success, torch.ones_like(reward), self.dsp[cell[:, 0], cell[:, 1]])
+        info: dict[str, Any] = {"success": success, "progress": progress}
         if bool(done.any()):
             info["final_obs"] = obs.clone()
             info["_final_obs"] = done.clone()

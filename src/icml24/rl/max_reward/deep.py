@@ -92,7 +92,7 @@ def train_td3_vec(
     ``total_steps`` counts env transitions (``num_envs`` per vector step). For a :class:`MaxTD3Agent` the loop
     tracks ``y`` per env, appends it to the observations and resets it to 0 when an episode ends. Only
     ``terminated`` cuts the bootstrap. Returns the success rate of the episodes finished in each of
-    ``eval_points`` windows, the overall success, and env steps per CPU second (``time.process_time``).
+    ``eval_points`` windows, the mean best progress per episode (``info["progress"]``: 1 = goal), the overall success, and env steps per CPU second (``time.process_time``).
     """
     is_max = isinstance(agent, MaxTD3Agent)
     N = env.num_envs
@@ -103,6 +103,9 @@ def train_td3_vec(
     window = max(1, iters // eval_points)
     succ_curve, steps_curve = [], []
     w_succ, w_done = 0, 0
+    best = torch.zeros(N)  # best progress (DSP value of the cells visited) of each env's current episode
+    prog_curve: list[float] = []
+    w_prog: list[float] = []
     total_succ, total_done = 0, 0
     start = time.process_time()
     update_time = 0.0
@@ -126,19 +129,30 @@ def train_td3_vec(
             for _ in range(updates_per_step):
                 agent.update()
             update_time += time.process_time() - u0
+        best = torch.maximum(best, info["progress"]) if "progress" in info else best
+        if bool(done.any()):
+            w_prog += best[done].tolist()
+            best = torch.where(done, torch.zeros_like(best), best)
         n_done = int(done.sum())
         n_succ = int(info["success"][done].sum()) if n_done else 0
         w_done, w_succ = w_done + n_done, w_succ + n_succ
         total_done, total_succ = total_done + n_done, total_succ + n_succ
         if (it + 1) % window == 0:
             succ_curve.append(w_succ / w_done if w_done else 0.0)
+            prog_curve.append(float(np.mean(w_prog)) if w_prog else 0.0)
+            w_prog = []
             steps_curve.append((it + 1) * N)
             w_succ, w_done = 0, 0
+    best = torch.zeros(N)  # best progress (DSP value of the cells visited) of each env's current episode
+    prog_curve: list[float] = []
+    w_prog: list[float] = []
     wall = time.process_time() - start
     return {
         "success_curve": succ_curve,
         "curve_steps": steps_curve,
         "success_rate": total_succ / max(total_done, 1),
+        "progress_curve": prog_curve,
+        "final_progress": float(np.mean(prog_curve[-max(1, len(prog_curve) // 5) :])) if prog_curve else 0.0,
         "final_success": float(np.mean(succ_curve[-max(1, len(succ_curve) // 5) :])) if succ_curve else 0.0,
         "env_steps_per_second": iters * N / wall,
         "update_seconds": update_time,
