@@ -62,6 +62,10 @@ class PPOConfig:
     """KL-adaptive learning rate (rl_games ``lr_schedule: adaptive``)."""
     kl_threshold: float = 0.016
     """Target KL of the adaptive schedule."""
+    lr_min: float = 1e-6
+    """Floor of the adaptive learning rate."""
+    lr_max: float = 1e-2
+    """Ceiling of the adaptive learning rate (rl_games: 1e-2)."""
     entropy_coef: float = 0.0
     """Entropy bonus coefficient c_H."""
     critic_coef: float = 4.0
@@ -175,7 +179,9 @@ class PPO:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed + 1)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.config.learning_rate, eps=1e-8)
-        self.lr_schedule = KLAdaptiveLR(self.optimizer, kl_threshold=self.config.kl_threshold)
+        self.lr_schedule = KLAdaptiveLR(
+            self.optimizer, kl_threshold=self.config.kl_threshold, lr_min=self.config.lr_min, lr_max=self.config.lr_max
+        )
         self.obs_rms = RunningMeanStd((self.obs_dim,), device=self.device)
         self.env_blocks = self._env_blocks()
         self.entropy_coefs = self._entropy_coefs().to(self.device)
