@@ -39,7 +39,9 @@ class SplitConformalClassifier(BaseEstimator):
         randomized: randomised APS/RAPS scores (exact rather than conservative coverage; sets may be
             empty unless ``allow_empty=False``).
         allow_empty: if False, an empty set is replaced by the model's top label.
-        random_state: seed for the randomised scores.
+        random_state: seed for the randomised scores. ``calibrate`` reseeds the generator; each
+            ``predict_sets`` call then draws fresh ``U``'s, so repeated calls on the same inputs may differ
+            (the coverage guarantee is over that randomness).
 
     Fitted attributes: ``estimator_``, ``classes_``, ``n_classes_``, ``calibration_scores_``,
     ``n_calibration_``, ``qhat_``.
