@@ -176,6 +176,10 @@ def test_wrapper_labels_outside_classes_and_order_of_calls():
     cp.fit(X, y)
     with pytest.raises(ValueError, match="not among the classes"):
         cp.calibrate(X[:3], np.array(["a", "b", "z"]))
+    Xi, yi = X, np.arange(30) % 3
+    cpi = SplitConformalClassifier(LogisticRegression(), alpha=0.2).fit(Xi, yi)
+    with pytest.raises(ValueError, match=r"y_cal must be class indices in \[0, 3\)"):
+        cpi.calibrate(Xi[:3], np.array([0, 1, 3]))
     with pytest.raises(NotFittedError, match="prefit"):
         SplitConformalClassifier(LogisticRegression(), prefit=True).calibrate(X, y)
     with pytest.raises(ValueError, match="score"):

@@ -57,6 +57,7 @@ def test_coverage_matched_on_calibration_and_never_empty(k, seed):
     covered = (p.argmax(1) == y) | (cms.calibration_scores_ <= cms.qhat_)
     target = cms.topk_coverage_cal_
     assert covered.mean() >= target - 1e-12
+    assert covered.mean() - target < 1 / len(y) + 1e-12  # matched up to one calibration point
     # minimal: one rank lower would fall short
     assert ((p.argmax(1) == y) | (cms.calibration_scores_ < cms.qhat_)).mean() < target or np.isinf(cms.qhat_)
     sets = cms.conformal(p)
@@ -112,3 +113,16 @@ def test_bad_input():
         CoverageMatchedSets().conformal(p)
     with pytest.raises(ValueError, match="sum to 1"):
         topk_sets(p * 2, 1)
+
+
+def test_is_a_sklearn_estimator():
+    from sklearn.base import clone
+
+    cms = CoverageMatchedSets(2, lam=0.1, k_reg=3, match="alpha", random_state=4)
+    params = cms.get_params()
+    assert params == {"k": 2, "lam": 0.1, "k_reg": 3, "randomized": True, "allow_empty": False, "match": "alpha",
+                      "quantile_rule": "finite_sample", "random_state": 4}
+    p, y = _probs(2)
+    a = clone(cms).fit(p, y).conformal(p)
+    b = clone(cms).fit(p, y).conformal(p)
+    np.testing.assert_array_equal(a, b)

@@ -21,9 +21,8 @@ correction); we offer that rule as ``quantile_rule="higher"`` and default to the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from icml24.conformal import check_alpha, check_labels, check_probs, conformal_quantile, raps_scores
 from icml24.conformal.calibration import sets_from_probs
@@ -101,35 +100,59 @@ def display_order(sets: np.ndarray) -> list[list[int]]:
     return [np.flatnonzero(row).tolist() for row in s]
 
 
-@dataclass
-class CoverageMatchedSets:
+class CoverageMatchedSets(BaseEstimator):
     """Top-k sets and RAPS conformal sets with the same calibration coverage (Section 3 of the paper).
 
     Call :meth:`fit` on calibration probabilities and labels, then :meth:`topk` and :meth:`conformal` on test
-    probabilities. Hyperparameters are stored unchanged; fitted attributes end in ``_``.
+    probabilities. A scikit-learn style estimator: hyperparameters stored unchanged, checks in ``fit``,
+    fitted attributes end in ``_`` (``alpha_``, ``topk_coverage_cal_``, ``qhat_``, ``calibration_scores_``).
+
+    Args:
+        k: size of the top-k sets; the paper's default flow picks ``k`` first and derives ``alpha`` from it.
+        lam: RAPS penalty (0.5 for all three tasks in the official config).
+        k_reg: RAPS unpenalised ranks (4 for Go-Emotions, 5 for ObjectNet and Few-NERD).
+        randomized: randomised RAPS scores, as in the official code.
+        allow_empty: the trial never showed an empty set (False).
+        match: how the two set types are matched. ``"alpha"``: the paper's flow, ``alpha = 1 - c_k`` and the
+            usual conformal quantile of the scores; with ``allow_empty=False`` the displayed sets then
+            over-cover (every would-be empty set gets the top label, which is often right). ``"coverage"``:
+            the threshold is the smallest that gives the *displayed* sets a calibration coverage of at least
+            ``c_k``, so both arms show sets of the same empirical coverage and differ only in how their sizes
+            vary.
+        quantile_rule: for ``match="alpha"``: ``"finite_sample"`` (rank ``ceil((n+1)(1-alpha))``) or
+            ``"higher"`` (the official code's ``np.quantile(..., method="higher")``).
+        random_state: seed of the randomised scores.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.dirichlet(np.ones(5), size=200)
+        >>> y = p.argmax(1)
+        >>> y[:40] = rng.integers(0, 5, 40)
+        >>> cms = CoverageMatchedSets(k=2, random_state=0).fit(p, y)
+        >>> bool(cms.conformal(p).any(axis=1).all())
+        True
     """
 
-    k: int = 3
-    """Size of the top-k sets; the paper's default flow picks ``k`` first and derives ``alpha`` from it."""
-    lam: float = 0.5
-    """RAPS penalty (0.5 for all three tasks in the official config)."""
-    k_reg: int = 5
-    """RAPS unpenalised ranks (4 for Go-Emotions, 5 for ObjectNet and Few-NERD)."""
-    randomized: bool = True
-    """Randomised RAPS scores, as in the official code."""
-    allow_empty: bool = False
-    """The trial never showed an empty set."""
-    match: str = "coverage"
-    """How the two set types are matched. ``"alpha"``: the paper's flow, ``alpha = 1 - c_k`` and the usual
-    conformal quantile of the scores; with ``allow_empty=False`` the displayed sets then over-cover (every
-    would-be empty set gets the top label, which is often right). ``"coverage"``: the threshold is the
-    smallest that gives the *displayed* (never empty) sets a calibration coverage of at least ``c_k``,
-    so both arms show sets of the same empirical coverage and differ only in how their sizes vary."""
-    quantile_rule: str = "finite_sample"
-    """For ``match="alpha"``: ``"finite_sample"`` (rank ``ceil((n+1)(1-alpha))``) or ``"higher"`` (the
-    official code's rule)."""
-    random_state: int | None = None
-    """Seed of the randomised scores."""
+    def __init__(
+        self,
+        k: int = 3,
+        *,
+        lam: float = 0.5,
+        k_reg: int = 5,
+        randomized: bool = True,
+        allow_empty: bool = False,
+        match: str = "coverage",
+        quantile_rule: str = "finite_sample",
+        random_state: int | None = None,
+    ) -> None:
+        self.k = k
+        self.lam = lam
+        self.k_reg = k_reg
+        self.randomized = randomized
+        self.allow_empty = allow_empty
+        self.match = match
+        self.quantile_rule = quantile_rule
+        self.random_state = random_state
 
     def fit(self, probs_cal: np.ndarray, labels_cal: np.ndarray) -> CoverageMatchedSets:
         if self.match not in MATCH_RULES:
