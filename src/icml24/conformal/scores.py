@@ -170,8 +170,15 @@ def _label_scores(p: np.ndarray, y: np.ndarray, lam: float, k_reg: int, u: np.nd
 
 
 def _score_matrix(p: np.ndarray, lam: float, k_reg: int, u: np.ndarray | None) -> np.ndarray:
-    order = np.argsort(-p, axis=1, kind="stable")
-    sorted_p = np.take_along_axis(p, order, axis=1).astype(np.float64, copy=False)
+    # The default (SIMD introsort) argsort is ~4x faster than a stable one, and gives the same permutation on
+    # rows without ties; only rows with tied probabilities are re-sorted stably (ties by class index).
+    order = np.argsort(-p, axis=1)
+    sorted_p = np.take_along_axis(p, order, axis=1)
+    tied = (np.diff(sorted_p, axis=1) == 0).any(axis=1)
+    if tied.any():
+        order[tied] = np.argsort(-p[tied], axis=1, kind="stable")
+        sorted_p[tied] = np.take_along_axis(p[tied], order[tied], axis=1)
+    sorted_p = sorted_p.astype(np.float64, copy=False)
     ranked = np.cumsum(sorted_p, axis=1)
     if u is not None:
         ranked -= (1.0 - u)[:, None] * sorted_p
