@@ -148,8 +148,10 @@ class GradientSurgery:
                     raise ValueError(f"{name}[{i}] must be a tensor of shape {tuple(p.shape)}, got {shape}")
             # one fused check: a nan/inf entry makes its tensor's sum non-finite
             if not bool(torch.isfinite(torch.stack([t.sum() for t in g])).all()):
-                bad = next(i for i, t in enumerate(g) if not torch.isfinite(t).all())
-                raise ValueError(f"{name}[{bad}] has non-finite entries")
+                # a sum can also overflow with finite entries: only then look tensor by tensor
+                bad = next((i for i, t in enumerate(g) if not torch.isfinite(t).all()), None)
+                if bad is not None:
+                    raise ValueError(f"{name}[{bad}] has non-finite entries")
         direction = self.direction(list(g_main), list(g_aux))
         for p, d in zip(params, direction):
             p.grad = d.to(p.dtype)
