@@ -43,14 +43,14 @@ def score_kind(draw):
     return lambda p, y=None: raps_scores(p, y, lam=lam, k_reg=k_reg)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(probs_and_labels(), score_kind())
 def test_label_scores_match_matrix_entries(data, fn):
     p, y = data
     np.testing.assert_allclose(fn(p, y), fn(p)[np.arange(len(y)), y], atol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(probs_and_labels(), st.booleans(), st.integers(0, 2**31))
 def test_randomized_scores_match_matrix_and_bounds(data, randomized, seed):
     p, y = data
@@ -60,7 +60,7 @@ def test_randomized_scores_match_matrix_and_bounds(data, randomized, seed):
     assert np.all(s_mat >= -1e-12) and np.all(s_mat <= 1 + 1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(probs_and_labels(), st.integers(0, 5), st.integers(0, 2**31))
 def test_raps_with_zero_lambda_is_aps(data, k_reg, seed):
     p, y = data
@@ -69,7 +69,7 @@ def test_raps_with_zero_lambda_is_aps(data, k_reg, seed):
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(probs_and_labels(), score_kind(), st.integers(0, 2**31))
 def test_sets_are_prefixes_of_the_ranking(data, fn, seed):
     """A label is in the set only if every strictly more probable label is too (all three scores)."""
@@ -82,7 +82,7 @@ def test_sets_are_prefixes_of_the_ranking(data, fn, seed):
     assert not violates.any()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, derandomize=True)
 @given(
     arrays(np.float64, st.integers(1, 60), elements=st.floats(-5, 5)),
     st.floats(0.01, 0.99),
@@ -103,7 +103,7 @@ def test_quantile_is_an_order_statistic_and_monotone(scores, a1, a2):
     assert conformal_quantile(scores, lo) >= conformal_quantile(scores, hi)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(probs_and_labels(), score_kind(), st.floats(0.01, 0.5), st.floats(0.01, 0.5))
 def test_sets_nested_in_alpha(data, fn, a1, a2):
     p, y = data
@@ -114,7 +114,7 @@ def test_sets_nested_in_alpha(data, fn, a1, a2):
     assert not (small & ~big).any()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(probs_and_labels(), st.integers(0, 2**31))
 def test_allow_empty_false_never_empty_and_superset(data, seed):
     p, y = data
@@ -127,7 +127,7 @@ def test_allow_empty_false_never_empty_and_superset(data, seed):
     assert (nonempty.sum(1) - base.sum(1)).max() <= 1
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(probs_and_labels(max_k=6), st.randoms(use_true_random=False))
 def test_lac_and_aps_equivariant_to_class_permutation(data, rnd):
     p, _ = data
@@ -154,7 +154,7 @@ def test_wrapper_is_a_sklearn_estimator_and_deterministic():
     assert cp.n_calibration_ == 60 and np.isfinite(cp.qhat_)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120, deadline=None, derandomize=True)
 @given(
     probs_and_labels(max_n=40, max_k=9),
     st.sampled_from(["lac", "aps", "raps"]),
