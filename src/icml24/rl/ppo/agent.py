@@ -158,7 +158,7 @@ class PPO:
         >>> agent = PPO(BatchedPendulum(num_envs=64), seed=0)
         >>> stats = agent.learn(2)
         >>> sorted(stats)[:3]
-        ['entropy', 'episode_return', 'episodes']
+        ['batch_size', 'entropy', 'episode_return']
     """
 
     def __init__(self, env: TorchVectorEnv, *, config: PPOConfig | None = None, seed: int = 0) -> None:
