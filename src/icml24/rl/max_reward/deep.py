@@ -92,7 +92,8 @@ def train_td3_vec(
     ``total_steps`` counts env transitions (``num_envs`` per vector step). For a :class:`MaxTD3Agent` the loop
     tracks ``y`` per env, appends it to the observations and resets it to 0 when an episode ends. Only
     ``terminated`` cuts the bootstrap. Returns the success rate of the episodes finished in each of
-    ``eval_points`` windows, the mean best progress per episode (``info["progress"]``: 1 = goal), the overall success, and env steps per CPU second (``time.process_time``).
+    ``eval_points`` windows, the mean best progress per episode (``info["progress"]``: 1 = goal), the overall
+    success, and env steps per CPU second (``time.process_time``).
     """
     is_max = isinstance(agent, MaxTD3Agent)
     N = env.num_envs
@@ -139,13 +140,11 @@ def train_td3_vec(
         total_done, total_succ = total_done + n_done, total_succ + n_succ
         if (it + 1) % window == 0:
             succ_curve.append(w_succ / w_done if w_done else 0.0)
-            prog_curve.append(float(np.mean(w_prog)) if w_prog else 0.0)
+            # no episode ended in this window: carry the last value forward
+            prog_curve.append(float(np.mean(w_prog)) if w_prog else (prog_curve[-1] if prog_curve else 0.0))
             w_prog = []
             steps_curve.append((it + 1) * N)
             w_succ, w_done = 0, 0
-    best = torch.zeros(N)  # best progress (DSP value of the cells visited) of each env's current episode
-    prog_curve: list[float] = []
-    w_prog: list[float] = []
     wall = time.process_time() - start
     return {
         "success_curve": succ_curve,
