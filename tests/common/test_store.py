@@ -84,3 +84,15 @@ def test_group_results_sorts_numbers_numerically():
     results = [JobResult(Job("p", "e", "m:f", {"d": d}, 0), "ok", {}, 0.0) for d in (10, 2, 5)]
     results.append(JobResult(Job("p", "e", "m:f", {"d": 3}, 0), "error", {}, 0.0, "x"))
     assert list(group_results(results, "e", by=["d"])) == [(2,), (5,), (10,)]
+
+
+@pytest.mark.parametrize(
+    "name,timing",
+    [("train_seconds", True), ("sec_per_epoch", True), ("env_steps_per_second", True), ("wall_time", True),
+     ("update_seconds_per_step", True), ("coverage", False), ("walls", False), ("final_return", False),
+     ("timesteps", False), ("secret", False)],
+)  # fmt: skip
+def test_timing_metrics_are_recognised(name, timing):
+    from icml24.common.experiment import is_timing_metric
+
+    assert is_timing_metric(name) is timing

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -161,6 +162,21 @@ def execute_job(job: Job) -> JobResult:
         return JobResult(job, "ok", metrics, time.perf_counter() - start)
     except Exception:  # noqa: BLE001 - a crashed job is a result too: its traceback goes to the store
         return JobResult(job, "error", {}, time.perf_counter() - start, traceback.format_exc())
+
+
+_TIMING_METRIC = re.compile(r"(seconds?|(^|_)sec(_|$)|(^|_)(time|wall|walltime)(_|$)|throughput|_per_s$|_ms$)")
+
+
+def is_timing_metric(name: str) -> bool:
+    """Whether a metric is a measured duration or speed (``train_seconds``, ``steps_per_second``,
+    ``sec_per_epoch``, ``wall_time``...). Such metrics are the one exception to "same seed, same
+    numbers": the determinism contract compares every metric but these."""
+    return bool(_TIMING_METRIC.search(name))
+
+
+def deterministic_metrics(metrics: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """The metrics without the timing ones (see :func:`is_timing_metric`)."""
+    return {k: v for k, v in metrics.items() if not is_timing_metric(k)}
 
 
 def to_jsonable(value: Any) -> JsonValue:
