@@ -90,7 +90,9 @@ def _queries(X_star: np.ndarray, rng: np.random.Generator, n_random: int = 10, n
     for s in (0.1, 1.0):
         for _ in range(n_random // 2):
             out.append(("random", X_star + s * col_scale * rng.standard_normal((d, m)) / math.sqrt(d)))
-    for j in rng.choice(m, size=min(m, n_cols), replace=False):
+    # the same number of queries for every m (a max over more queries is larger): columns are drawn with
+    # replacement when m < n_cols
+    for j in rng.choice(m, size=n_cols, replace=m < n_cols):
         X = X_star.copy()
         X[:, j] += 3.0 * col_scale * rng.standard_normal(d) / math.sqrt(d)
         out.append(("column", X))
