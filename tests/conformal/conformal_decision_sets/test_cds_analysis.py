@@ -129,3 +129,16 @@ def test_reanalysis_of_the_real_trial():
         r = compare_arms(table, task)
         assert r.p_welch == pytest.approx(p, abs=0.0005 if p < 0.001 else 0.0015)
         assert summ[(task, "conformal")].n == 50
+
+
+@pytest.mark.parametrize(
+    "alternative,a_wins,b_wins,tie", [("greater", 0.0, 1.0, 1.0), ("less", 1.0, 0.0, 1.0), ("two-sided", 0.0, 0.0, 1.0)]
+)
+def test_constant_arms_p_value_follows_the_alternative(alternative, a_wins, b_wins, tie):
+    def table(ca, cb):
+        return {"task": ["t"] * 4, "arm": ["conformal"] * 2 + ["topk"] * 2, "participant": [1, 2, 3, 4],
+                "correct": [ca, ca, cb, cb], "n_items": [10] * 4}
+
+    assert compare_arms(table(9, 7), "t", alternative=alternative).p_welch == a_wins
+    assert compare_arms(table(7, 9), "t", alternative=alternative).p_welch == b_wins
+    assert compare_arms(table(8, 8), "t", alternative=alternative).p_welch == tie

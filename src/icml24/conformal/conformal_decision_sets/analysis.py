@@ -175,8 +175,12 @@ def compare_arms(
     else:
         t = diff / se
         df = float((va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)))
-    p = float(stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue) if se > 0 else (
-        0.0 if diff > 0 else 1.0)
+    if se > 0:
+        p = float(stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue)
+    else:
+        # Both arms constant: the difference is certain, so the p-value is 0 or 1 in the tested direction.
+        holds = {"greater": diff > 0, "less": diff < 0, "two-sided": diff != 0}[alternative]
+        p = 0.0 if holds else 1.0
     p_mw = float(stats.mannwhitneyu(a, b, alternative=alternative).pvalue)
     pooled = np.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
     d = diff / pooled if pooled > 0 else float("nan")
