@@ -186,6 +186,12 @@ def test_wrapper_labels_outside_classes_and_order_of_calls():
         SplitConformalClassifier(LogisticRegression(), score="thr").fit(X, y)
     with pytest.raises(TypeError, match="predict_proba"):
         SplitConformalClassifier(object()).fit(X, y)
+    with pytest.raises(TypeError, match="lam"):
+        SplitConformalClassifier(LogisticRegression(), lam=None).fit(X, y)
+    with pytest.raises(ValueError, match="k_reg"):
+        SplitConformalClassifier(LogisticRegression(), k_reg=1.5).fit(X, y)
+    with pytest.raises(TypeError, match="randomized"):
+        SplitConformalClassifier(LogisticRegression(), randomized="yes").fit(X, y)
 
 
 def test_raps_parameter_checks():

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from icml24.conformal._validation import check_alpha, check_labels, check_rng
 from icml24.conformal.calibration import conformal_quantile, sets_from_probs
-from icml24.conformal.scores import SCORES, aps_scores, lac_scores, raps_scores
+from icml24.conformal.scores import SCORES, aps_scores, check_raps_params, lac_scores, raps_scores
 
 __all__ = ["SplitConformalClassifier"]
 
@@ -138,10 +138,10 @@ class SplitConformalClassifier(BaseEstimator):
             raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
         if not hasattr(self.estimator, "predict_proba"):
             raise TypeError(f"estimator must have predict_proba, got {type(self.estimator).__name__}")
-        if self.lam < 0:
-            raise ValueError(f"lam must be >= 0, got {self.lam!r}")
-        if isinstance(self.k_reg, bool) or not isinstance(self.k_reg, (int, np.integer)) or self.k_reg < 0:
-            raise ValueError(f"k_reg must be an integer >= 0, got {self.k_reg!r}")
+        check_raps_params(self.lam, self.k_reg)
+        for name in ("prefit", "randomized", "allow_empty"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
     def _use_prefit(self) -> None:
         try:
