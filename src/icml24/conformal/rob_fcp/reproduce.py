@@ -344,7 +344,7 @@ def _attack_figure(groups: dict, dataset: str) -> Figure | None:
     axes[1][0].set_ylabel("mean set size")
     axes[0][0].legend(fontsize=7)
     return Figure(f"Coverage and set size under attack ({dataset})", figure_png(fig),
-                  "Dashed line: 1 - alpha. FCP breaks; Rob-FCP tracks the oracle.")  # fmt: skip
+                  "Dashed line: 1 - alpha. Mean over seeds of coverage (top) and set size (bottom) per method.")  # fmt: skip
 
 
 def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
