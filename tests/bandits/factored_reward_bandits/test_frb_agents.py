@@ -161,6 +161,17 @@ def test_ftrack_required_counts_follow_the_formula() -> None:
     assert agent.epsilon == pytest.approx(math.sqrt(2 * 0.01 * (1 + 1 / log_t) * 3.5 * math.log(log_t) / agent.n0))
 
 
+def test_noiseless_ftrack_with_tied_arms_needs_no_exploration() -> None:
+    # sigma = 0: the warm-up means are exact; a tie with the best arm is a 0/0 count, which must be 0.
+    means = np.array([[0.5, 0.5, 0.9], [0.4, 0.8, 0.8]])
+    agent = FTrack(n_arms=3, n_factors=2, sigma=0.0, horizon=200)
+    sim = simulate(FactoredEnv(n_arms=3, n_factors=2, sigma=0.0, means=means), agent, 200, 2, seed=0)
+    assert agent.required_ is not None and (agent.required_ == 0).all()
+    # only the warm-up costs regret: afterwards the schedule plays an optimal vector every round
+    warmup = sim.regret[:, : agent.warmup_rounds].sum(axis=1)
+    np.testing.assert_allclose(sim.final, warmup)
+
+
 def test_ftrack_safety_switch_fires_when_means_shift_after_warmup() -> None:
     horizon = 3000
     agent = FTrack(n_arms=2, n_factors=3, sigma=0.05, horizon=horizon)

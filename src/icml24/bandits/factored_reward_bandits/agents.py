@@ -214,9 +214,10 @@ class FTrack(_PerFactorStats):
         best = self._warmup_means.argmax(axis=2)
         gaps = self._warmup_means.max(axis=2, keepdims=True) - self._warmup_means
         length = self.horizon - self.warmup_rounds
-        with np.errstate(divide="ignore"):
-            raw = 2 * self.sigma**2 * self.f_t(1 / self.horizon) / gaps**2
+        num = 2 * self.sigma**2 * self.f_t(1 / self.horizon)
         # A zero estimated gap (a tie with the best) asks for infinitely many samples: the timeline caps it.
+        # Noiseless (sigma = 0) estimates are exact, so a tie needs no samples at all (and 0/0 is not NaN).
+        raw = np.divide(num, gaps**2, out=np.full(gaps.shape, np.inf if num > 0 else 0.0), where=gaps > 0)
         required = np.ceil(np.minimum(raw, length)).astype(np.int64)
         required[np.arange(n)[:, None], np.arange(d)[None, :], best] = 0
         self.required_ = required
