@@ -1,6 +1,7 @@
 """The instance-dependent exploration problem of factored-reward bandits and F-Track's aligned schedule.
 
-Mussi et al., *Factored-Reward Bandits with Intermediate Observations*, ICML 2024 (the instance-dependent lower bound and F-Track).
+Mussi et al., *Factored-Reward Bandits with Intermediate Observations*, ICML 2024,
+https://proceedings.mlr.press/v235/mussi24a.html (the instance-dependent lower bound and F-Track).
 
 Every suboptimal arm ``j`` of factor ``i`` must be observed about ``r_ij = 2 sigma^2 log T / Delta_ij^2`` times
 (``Delta_ij = max_l mu_i(l) - mu_i(j)``), and one round observes one arm in *every* factor. The cheapest way to

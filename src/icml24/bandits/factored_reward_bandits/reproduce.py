@@ -1,4 +1,5 @@
-"""Miniature reproduction of *Factored-Reward Bandits with Intermediate Observations* (Mussi et al., ICML 2024).
+"""Miniature reproduction of *Factored-Reward Bandits with Intermediate Observations* (Mussi et al., ICML 2024,
+https://proceedings.mlr.press/v235/mussi24a.html).
 
 Experiments (each job runs several trials vectorised; jobs are repeated over seeds):
 

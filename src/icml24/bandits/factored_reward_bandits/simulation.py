@@ -1,6 +1,7 @@
 """Run an agent on an environment for many independent trials at once.
 
-Mussi et al., *Factored-Reward Bandits with Intermediate Observations*, ICML 2024: the experiments report the
+Mussi et al., *Factored-Reward Bandits with Intermediate Observations*, ICML 2024
+(https://proceedings.mlr.press/v235/mussi24a.html): the experiments report the
 expected (pseudo-)regret ``R_T = sum_t mu* - mu(a_t)`` averaged over independent trials. Here all trials advance
 together: one round is one ``select`` / ``step`` / ``update`` over arrays with a leading trials axis.
 """
