@@ -111,6 +111,10 @@ def test_bad_input():
         CoverageMatchedSets(k=2).fit(p, np.full(50, 7))
     with pytest.raises(RuntimeError, match="fit"):
         CoverageMatchedSets().conformal(p)
+    fitted = CoverageMatchedSets(k=2).fit(p, y)
+    for method in (fitted.conformal, fitted.topk):
+        with pytest.raises(ValueError, match=r"shape \(n_samples, 5\)"):
+            method(p[:, :4] / p[:, :4].sum(1, keepdims=True))  # 4 classes, calibrated on 5
     with pytest.raises(ValueError, match="sum to 1"):
         topk_sets(p * 2, 1)
 

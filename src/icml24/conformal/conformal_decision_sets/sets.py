@@ -190,14 +190,12 @@ class CoverageMatchedSets(BaseEstimator):
 
     def topk(self, probs: np.ndarray) -> np.ndarray:
         """Boolean (n, K) top-k sets."""
-        self._check_fitted()
-        return topk_sets(probs, self.k)
+        return topk_sets(self._check_test_probs(probs), self.k)
 
     def conformal(self, probs: np.ndarray) -> np.ndarray:
         """Boolean (n, K) RAPS sets at the matched ``alpha_``."""
-        self._check_fitted()
         return sets_from_probs(
-            probs,
+            self._check_test_probs(probs),
             self.qhat_,
             score="raps",
             lam=self.lam,
@@ -207,9 +205,15 @@ class CoverageMatchedSets(BaseEstimator):
             allow_empty=self.allow_empty,
         )
 
-    def _check_fitted(self) -> None:
+    def _check_test_probs(self, probs: np.ndarray) -> np.ndarray:
         if not hasattr(self, "qhat_"):
             raise RuntimeError("call fit(probs_cal, labels_cal) first")
+        p = np.asarray(probs)
+        if p.ndim != 2 or p.shape[1] != self.n_classes_:
+            raise ValueError(
+                f"probs must have shape (n_samples, {self.n_classes_}) like the calibration data, got {p.shape}"
+            )
+        return p
 
 
 def _displayed_coverage_threshold(p: np.ndarray, y: np.ndarray, scores: np.ndarray, target: float) -> float:

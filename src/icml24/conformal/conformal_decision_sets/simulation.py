@@ -43,7 +43,7 @@ class HumanModel:
     """How simulated participants know and decide."""
 
     rule: str = "bayes"
-    """Decision rule: ``"bayes"``, ``"restrict"`` or ``"anchor"`` (see the module docstring)."""
+    """Decision rule: ``"bayes"``, ``"restrict"``, ``"anchor"`` or ``"ignore_large"`` (see the module docstring)."""
     skill_low: float = 0.5
     """Lowest participant skill ``beta`` (exponent on the weak classifier's probabilities)."""
     skill_high: float = 2.0
