@@ -91,3 +91,12 @@ def test_bad_input():
     with pytest.raises(ValueError, match="shape"):
         simulate_trial(weak_probs=p, labels=y, arms={"t": (p[:5] > 0, 0.9)}, human=HumanModel(),
                        rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="labels must be class indices"):
+        simulate_trial(weak_probs=p, labels=y + p.shape[1], arms={"c": (None, 0)}, human=HumanModel(),
+                       rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="weak_probs contains NaN"):
+        simulate_trial(weak_probs=p * np.nan, labels=y, arms={"c": (None, 0)}, human=HumanModel(),
+                       rng=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="n_participants"):
+        simulate_trial(weak_probs=p, labels=y, arms={"c": (None, 0)}, human=HumanModel(), n_participants=2.5,
+                       rng=np.random.default_rng(0))

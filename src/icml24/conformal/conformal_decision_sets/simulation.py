@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml24.conformal._validation import check_labels, check_probs
+
 __all__ = ["DECISION_RULES", "HumanModel", "decide", "human_knowledge", "simulate_trial"]
 
 DECISION_RULES = ("bayes", "restrict", "anchor", "ignore_large")
@@ -146,11 +148,12 @@ def simulate_trial(
     Returns:
         Columns ``task, arm, participant, item, correct, set_size, choice`` (see :mod:`.analysis`).
     """
-    q = np.asarray(weak_probs, dtype=np.float64)
-    y = np.asarray(labels)
+    q = check_probs(weak_probs, name="weak_probs").astype(np.float64, copy=False)
     n_pool = q.shape[0]
-    if y.shape != (n_pool,):
-        raise ValueError(f"labels must have shape ({n_pool},), got {y.shape}")
+    y = check_labels(labels, q.shape[1], n_samples=n_pool)
+    for name, value in (("n_items", n_items), ("n_participants", n_participants)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     if not 1 <= n_items <= n_pool:
         raise ValueError(f"n_items must be in [1, {n_pool}], got {n_items}")
     if n_participants < 1:
