@@ -36,7 +36,7 @@ def _run_with_noise(agent, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
 
 
 @given(seed=st.integers(0, 2**16), d=st.integers(1, 3), k=st.integers(1, 4))
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, derandomize=True)
 def test_vectorised_fucb_matches_per_trial_python_loop(seed: int, d: int, k: int) -> None:
     rng = np.random.default_rng(seed)
     means = rng.uniform(0.3, 1.0, size=(3, d, k))
@@ -231,7 +231,7 @@ def test_mismatched_shapes_raise() -> None:
     sigma=st.sampled_from([0.05, 0.5]),
     order=st.sampled_from(["increasing", "decreasing"]),
 )
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=12, deadline=None, derandomize=True)
 def test_vectorised_ftrack_matches_per_trial_python_loop(seed: int, d: int, k: int, sigma: float, order: str) -> None:
     from icml24.bandits.factored_reward_bandits.reference import ftrack_single_trial
 

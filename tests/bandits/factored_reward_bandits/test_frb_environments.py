@@ -16,7 +16,7 @@ from icml24.bandits.factored_reward_bandits import (
 
 
 @given(k=st.integers(1, 5), d=st.integers(1, 4))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 def test_joint_enumeration_is_a_bijection_of_size_k_pow_d(k: int, d: int) -> None:
     vectors = joint_actions(k, d)
     assert vectors.shape == (k**d, d)
