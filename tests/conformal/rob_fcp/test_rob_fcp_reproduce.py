@@ -61,3 +61,42 @@ def test_estimator_api_under_attack_and_bad_calls():
         RobustFederatedConformal().predict_sets(np.zeros((1, 2)))
     with pytest.raises(ValueError, match="sequence"):
         RobustFederatedConformal().fit(np.zeros(5))
+
+
+def _attack_result(attack, frac, fcp, rob, seed=0):
+    """A synthetic attack job result: (coverage, size) for FCP and Rob-FCP; oracle at (0.91, 2.0)."""
+    from icml24.common.experiment import Job, JobResult
+
+    cfg = {"dataset": "digits", "attack": attack, "frac_malicious": frac, "split": "iid"}
+    metrics = {"fcp_coverage": fcp[0], "fcp_size": fcp[1], "oracle_coverage": 0.91, "oracle_size": 2.0,
+               "rob_known_coverage": rob[0], "rob_known_size": rob[1], "rob_unknown_coverage": rob[0],
+               "rob_unknown_size": rob[1], "detect_recall": 1.0, "m_hat_exact": 1.0}
+    return JobResult(Job(R.slug, "attack", "m:f", cfg, seed), "ok", metrics)
+
+
+def _cert_result(m, coverage, lower, seed=0):
+    from icml24.common.experiment import Job, JobResult
+
+    cfg = {"n_clients": 10, "n_per_client": 100, "n_malicious": m, "n_bins": 10, "n_test": 10, "attack": "coverage"}
+    metrics = {"tau": m / (10 - m), "coverage": coverage, "size": 2.0, "fcp_coverage": 0.85, "lower": lower,
+               "upper": 1.0, "above_lower": float(coverage >= lower)}
+    return JobResult(Job(R.slug, "certificate", "m:f", cfg, seed), "ok", metrics)
+
+
+def test_verdict_is_computed_from_the_numbers():
+    broken = {"coverage": (0.80, 1.5), "efficiency": (1.0, 10.0), "gaussian_noise": (0.99, 4.0)}
+    good = [_attack_result(a, f, broken[a] if f == 0.4 else (0.9, 2.0), (0.91, 2.0), s)
+            for a in broken for f in (0.1, 0.4) for s in (0, 1)]  # fmt: skip
+    cert = [_cert_result(m, 0.9, 0.7) for m in range(3)]
+    assert R.analyze(good + cert, "quick").verdict == "supported"
+    # Rob-FCP off target in every cell: not supported
+    bad = [_attack_result(r.job.config["attack"], r.job.config["frac_malicious"],
+                          (r.metrics["fcp_coverage"], r.metrics["fcp_size"]), (0.80, 1.5), r.job.seed)
+           for r in good]  # fmt: skip
+    assert R.analyze(bad + cert, "quick").verdict == "not_supported"
+    # one run below its certified lower bound: not supported
+    assert R.analyze(good + cert + [_cert_result(3, 0.6, 0.7)], "quick").verdict == "not_supported"
+    # FCP does not break under one attack (at 40%): inconclusive at best
+    intact = [r if r.job.config["attack"] != "coverage" or r.job.config["frac_malicious"] != 0.4
+              else _attack_result("coverage", 0.4, (0.9, 2.0), (0.91, 2.0), r.job.seed) for r in good]  # fmt: skip
+    assert R.analyze(intact + cert, "quick").verdict == "inconclusive"
