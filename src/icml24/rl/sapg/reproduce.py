@@ -79,7 +79,9 @@ def _method_config(method: str, n: int, block: int, ppo_kwargs: dict[str, Any]) 
     agg = {"sapg": "leader_follower", "sapg_no_offpolicy": "none", "sapg_symmetric": "symmetric",
            "sapg_rho1": "leader_follower"}[method]  # fmt: skip
     m = max(1, n // block)
-    rho = 1 if method == "sapg_rho1" else max(1, m - 1)
+    # Symmetric aggregation relabels *all* N envs per draw, so rho = M - 1 would make the batch M times PPO's;
+    # it runs with the official rho = 1 (one neighbour per block per iteration, batch 2 N T).
+    rho = 1 if method in ("sapg_rho1", "sapg_symmetric") else max(1, m - 1)
     return "sapg", {"num_blocks": m, "aggregation": agg, "entropy_scale": ENTROPY_SCALE, "off_policy_ratio": rho}
 
 
@@ -114,6 +116,7 @@ def _train(config: dict[str, Any], seed: int, make_env: Any) -> dict[str, Any]:
         "success_rate": ev["success_rate"],
         "discovered": float(ev["success_rate"] >= DISCOVERY_THRESHOLD),
         "num_blocks": agent.num_blocks,
+        "off_policy_ratio": kw.get("off_policy_ratio", 0),
         "train_return_curve": curve_return[:: max(1, iters // 100)],
         "train_success_curve": curve_success[:: max(1, iters // 100)],
         "any_block_success": _nanmax(blocks["success_rate"] if blocks else curve_success[-1:]),
@@ -377,7 +380,7 @@ REPRODUCTION = Reproduction(
         "which collapsed the learning rate to its floor on the toy).",
         "Leader takes all M-1 follower blocks per iteration (off_policy_ratio = M-1; the official default is 1): "
         "with 1 the leader never adopted a follower's discovery within our 40-iteration budget in the pilot; "
-        "the rho = 1 variant runs as a control in full.",
+        "the rho = 1 variant runs as a control in full; the symmetric-aggregation control uses rho = 1.",
         "Per-block entropy scale 0.05 (paper: 0.005 or none), because the toy's normalised advantages and "
         "short training leave 0.005 without effect.",
         "Metric: leader discovery rate over seeds with Wilson intervals (paper: successes per episode).",
