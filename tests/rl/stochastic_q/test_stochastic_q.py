@@ -144,6 +144,20 @@ def test_single_action_mdp_double_and_single_agree():
         np.testing.assert_allclose(Q, 1.0, atol=1e-6)  # 0.5 / (1 - 0.5)
 
 
+@pytest.mark.parametrize("exact,stoch", [("q_learning", "stoch_q_learning"),
+                                         ("double_q_learning", "stoch_double_q_learning")])
+def test_full_random_set_equals_exact_tabular_q_learning_bit_for_bit(exact, stoch):
+    from icml24.rl.envs.chain import garnet_mdp
+
+    mdp = garnet_mdp(n_states=5, n_actions=8, seed=0)
+    cfg = QLearningConfig(gamma=0.9, alpha=0.5, epsilon=0.1, horizon=20)
+    q_exact = run_tabular(exact, mdp, config=cfg, n_runs=3, steps=500, seed=1)["Q"]
+    q_full = run_tabular(stoch, mdp, config=cfg, n_runs=3, steps=500, seed=1, k=8)["Q"]
+    np.testing.assert_array_equal(q_full, q_exact)
+    q_sub = run_tabular(stoch, mdp, config=cfg, n_runs=3, steps=500, seed=1, k=3)["Q"]
+    assert not np.array_equal(q_sub, q_exact)  # a real subset changes the learner
+
+
 def test_stochastic_q_learning_converges_on_tiny_mdp():
     rng = np.random.default_rng(0)
     S, A = 3, 8

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from scipy.special import gammaln
 
+from icml24.rl.value.tabular import exact_max
+
 
 def candidate_size(n_actions: int) -> int:
     """The paper's random-set size ``ceil(log2 n)`` (at least 1)."""
@@ -118,8 +120,13 @@ class StochasticMaximizer:
 
     def __call__(self, q: np.ndarray, states: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         k = self.k if self.k is not None else candidate_size(q.shape[1])
-        mem = self.memory[self._rows, states][:, None] if self.use_memory else None
-        v, a, ev = stochastic_max(q, k, rng, mem)
+        if k >= q.shape[1]:
+            # Full candidate set: the exact max with the exact learner's random tie-breaking (and rng draws), so
+            # Stochastic (Double) Q-learning with |R| = n is Watkins' (Double) Q-learning bit for bit.
+            v, a, ev = exact_max(q, states, rng)
+        else:
+            mem = self.memory[self._rows, states][:, None] if self.use_memory else None
+            v, a, ev = stochastic_max(q, k, rng, mem)
         if self.use_memory:
             self.memory[self._rows, states] = a
         return v, a, ev
