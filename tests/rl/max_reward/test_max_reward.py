@@ -197,3 +197,22 @@ def test_tabular_mdp_of_the_maze_is_consistent_with_the_env():
         s2, r, term, trunc, _ = env.step(a)
         assert mdp.P[s, a, s2] == 1.0 and mdp.R[s, a, s2] == r and mdp.terminal[s, a, s2] == term
         s = s2
+
+
+def test_overall_verdict_uses_the_core_checks_by_name_not_position():
+    """Without the exact-optimum job, the 'best cumulative' check must not become a core check."""
+    from icml24.common.experiment import Job, JobResult
+    from icml24.rl.max_reward.reproduce import REPRODUCTION as R
+
+    def fake(objective, reward, eps, solved):
+        cfg = {"slip": 0.0, "objective": objective, "reward": reward}
+        metrics = {"episodes_to_success": [eps], "solved_fraction": solved, "final_success": solved,
+                   "curve": [0.0, solved], "eval_episodes": [5, 10]}  # fmt: skip
+        return JobResult(Job("max-reward-rl", "tabular_learning", "x:y", cfg, 0), "ok", metrics)
+
+    res = [fake("max", "dsp", 50.0, 1.0), fake("cumulative", "dsp", 300.0, 0.0), fake("cumulative", "sparse", 10.0, 1.0)]
+    a = R.analyze(res, "smoke")
+    by_claim = {c.claim[:20]: c.verdict for c in a.checks}
+    assert by_claim["Max-reward Q-learnin"] == "supported"
+    assert by_claim["... and faster than "] == "not_supported"
+    assert a.verdict == "inconclusive"  # README: only loitering / stochastic / same-reward checks can refute

@@ -345,7 +345,10 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                 "(rule: >= 20k steps and 2 seeds; +-0.2 margin)"))  # fmt: skip
 
     verdicts = [c.verdict for c in checks]
-    core = [c.verdict for c in checks[:3]]
+    # The README's core checks (loitering, stochastic correctness, faster on the same reward), by name: a crashed
+    # job must not shift another check into the first three places.
+    core_prefixes = ("With a positive shaped reward", "Under stochastic dynamics", "Max-reward Q-learning learns")
+    core = [c.verdict for c in checks if c.claim.startswith(core_prefixes)]
     if not checks:
         verdict = "inconclusive"
     elif all(v == "supported" for v in verdicts):
