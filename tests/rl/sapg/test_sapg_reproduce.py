@@ -51,3 +51,6 @@ def test_analyze_tolerates_missing_results() -> None:
               {"method": "sapg", "num_envs": 512}, 0)  # fmt: skip
     partial = [JobResult(job, "ok", {"discovered": 1.0, "final_return": 20.0, "success_rate": 1.0})]
     assert analyze(partial, "quick").verdict == "inconclusive"
+    # With the PPO arm missing and one N only, no sub-check may claim a refutation.
+    for c in analyze(partial, "quick").checks:
+        assert c.verdict != "not_supported", (c.claim, c.evidence)
