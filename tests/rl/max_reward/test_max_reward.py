@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icml24.rl.envs.mazes import GridMaze
+from icml24.rl.envs.mazes import GridMaze, PointMazeVecEnv
 from icml24.rl.max_reward import (
     MaxTD3Agent,
     Outcomes,
@@ -137,6 +137,16 @@ def test_bad_inputs():
         y_grid(np.array([-0.5, 1.0]), 0.9)
     with pytest.raises(ValueError, match="objective"):
         maze_q_learning(stochastic_counterexample(), objective="sum", gamma=0.9)
+    with pytest.raises(ValueError, match="alpha"):
+        maze_q_learning(stochastic_counterexample(), objective="max", gamma=0.9, alpha=0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        maze_q_learning(stochastic_counterexample(), objective="max", gamma=0.9, epsilon=1.5)
+    with pytest.raises(ValueError, match="episodes"):
+        maze_q_learning(stochastic_counterexample(), objective="max", gamma=0.9, episodes=0)
+    env = PointMazeVecEnv(2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="finite"):
+        env.step(torch.tensor([[0.0, float("nan")], [0.0, 0.0]]))
     with pytest.raises(ValueError, match="shape"):
         Outcomes(np.ones((1, 1, 1)), np.zeros((1, 1, 2)), np.zeros((1, 1, 1)), np.zeros((1, 1, 1)), np.ones(1))
 

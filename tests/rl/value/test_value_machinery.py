@@ -115,6 +115,14 @@ def test_dqn_bad_obs_shape():
         agent.act(np.zeros(4))
     with pytest.raises(ValueError, match="gamma"):
         DQNConfig(gamma=1.5)
+    with pytest.raises(ValueError, match="action must be an index"):
+        agent.store(np.zeros(agent.obs_dim), agent.n_actions, 0.0, np.zeros(agent.obs_dim), False)
+    with pytest.raises(ValueError, match="obs"):
+        agent.store(np.zeros(agent.obs_dim + 1), 0, 0.0, np.zeros(agent.obs_dim), False)
+    with pytest.raises(ValueError, match="target_update_every"):
+        DQNConfig(target_update_every=0)
+    with pytest.raises(ValueError, match="epsilon_start"):
+        DQNConfig(epsilon_start=1.5)
 
 
 def _two_state_mdp(p_slip=0.0):

@@ -235,6 +235,8 @@ class PointMazeVecEnv(gym.vector.VectorEnv):
         a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
         if a.shape != (self.num_envs, 2):
             raise ValueError(f"actions must have shape ({self.num_envs}, 2), got {tuple(a.shape)}")
+        if not bool(torch.isfinite(a).all()):
+            raise ValueError("actions must be finite; got NaN or inf entries")
         delta = a.clamp(-1.0, 1.0) * self.step_size
         pos = self.pos.clone()
         for axis in range(2):  # move one axis at a time: slide along walls instead of sticking

@@ -49,6 +49,14 @@ def maze_q_learning(
     evaluation episodes, and the tables.
     """
     check_gamma(gamma)
+    if not 0 < alpha <= 1:
+        raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+    if not 0 <= epsilon <= 1:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+    for name, v in (("horizon", horizon), ("episodes", episodes), ("n_runs", n_runs), ("eval_every", eval_every),
+                    ("eval_episodes", eval_episodes)):  # fmt: skip
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
     if objective not in ("max", "maxdet", "cumulative"):
         raise ValueError(f"objective must be 'max', 'maxdet' or 'cumulative', got {objective!r}")
     rng = np.random.default_rng(seed)

@@ -77,6 +77,13 @@ class DQNConfig:
             raise ValueError(f"network must be 'state_action' or 'state', got {self.network!r}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        for name in ("epsilon_start", "epsilon_min"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if not 0.0 < self.epsilon_decay <= 1.0:
+            raise ValueError(f"epsilon_decay must be in (0, 1], got {self.epsilon_decay}")
+        if not isinstance(self.target_update_every, int) or self.target_update_every < 1:
+            raise ValueError(f"target_update_every must be a positive int, got {self.target_update_every!r}")
 
 
 class DQNAgent:
@@ -159,6 +166,8 @@ class DQNAgent:
 
     def store(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray, terminated: bool) -> None:
         """One transition; ``terminated`` only (a truncated episode still bootstraps)."""
+        if not 0 <= int(action) < self.n_actions:
+            raise ValueError(f"action must be an index in [0, {self.n_actions}), got {action!r}")
         self.buffer.add(
             {
                 "obs": torch.as_tensor(np.asarray(obs, dtype=np.float32)).reshape(1, -1),
