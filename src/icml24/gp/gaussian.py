@@ -32,6 +32,7 @@ def gaussian_loglik_dense(y: torch.Tensor, cov: torch.Tensor, *, jitter: float =
     """``Σ_d log N(y[:, d] | 0, cov)`` for ``y`` of shape ``(N, D)`` and ``cov`` of shape ``(N, N)``."""
     if y.dim() != 2 or cov.shape != (y.shape[0], y.shape[0]):
         raise ValueError(f"y must be (N, D) and cov (N, N); got {tuple(y.shape)} and {tuple(cov.shape)}")
+    check_finite("y", y)
     n, d = y.shape
     chol = psd_cholesky(cov, jitter=jitter, name="cov")
     alpha = torch.linalg.solve_triangular(chol, y, upper=False)
@@ -44,8 +45,10 @@ def _check_lowrank(y: torch.Tensor, phi: torch.Tensor, noise: torch.Tensor, mask
         raise ValueError(f"y must be (N, D) and phi (N, M) with the same N; got {tuple(y.shape)}, {tuple(phi.shape)}")
     if mask is not None and mask.shape != y.shape:
         raise ValueError(f"mask must have the shape of y {tuple(y.shape)}, got {tuple(mask.shape)}")
-    if bool((noise <= 0).any()):
-        raise ValueError(f"noise variance must be > 0, got {noise}")
+    if not bool(torch.isfinite(noise).all()) or bool((noise <= 0).any()):
+        raise ValueError(f"noise variance must be finite and > 0, got {noise}")
+    check_finite("y", y)
+    check_finite("phi", phi)
 
 
 def gaussian_loglik_lowrank(
@@ -118,6 +121,8 @@ def kl_diag_normal_std(mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"mean and std must have the same shape, got {tuple(mean.shape)} and {tuple(std.shape)}")
     if bool((std <= 0).any()):
         raise ValueError("std must be > 0")
+    check_finite("mean", mean)
+    check_finite("std", std)
     return 0.5 * (mean * mean + std * std - 1.0 - 2.0 * torch.log(std)).sum()
 
 

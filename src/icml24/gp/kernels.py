@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from icml24.gp.linalg import DEFAULT_DTYPE
+from icml24.gp.linalg import DEFAULT_DTYPE, check_finite
 
 __all__ = [
     "RBFKernel",
@@ -45,6 +45,8 @@ def _check_pair(x1: torch.Tensor, x2: torch.Tensor) -> None:
         raise ValueError(f"x1 and x2 must be 2-D (n, q), got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
     if x1.shape[1] != x2.shape[1]:
         raise ValueError(f"x1 and x2 must have the same input dimension, got {x1.shape[1]} and {x2.shape[1]}")
+    check_finite("x1", x1)
+    check_finite("x2", x2)
 
 
 def rbf_kernel(
@@ -117,6 +119,7 @@ def sm_random_features(
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D (n, q), got shape {tuple(x.shape)}")
     _check_sm(weights, means, variances, x.shape[1])
+    check_finite("x", x)
     m = weights.shape[0]
     if eps.dim() != 3 or eps.shape[0] != m or eps.shape[2] != x.shape[1]:
         raise ValueError(f"eps must have shape (m, L, q) = ({m}, L, {x.shape[1]}), got {tuple(eps.shape)}")

@@ -111,6 +111,8 @@ class KEPSVGPAttention(nn.Module):
     def _check(self, x: torch.Tensor) -> None:
         if x.dim() != 3 or x.shape[1] != self.seq_len or x.shape[2] != self.dim:
             raise ValueError(f"x must have shape (B, {self.seq_len}, {self.dim}), got {tuple(x.shape)}")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x must be finite (it holds NaN or inf)")
 
     def query_key(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ℓ2-normalised queries and keys ``φ_q(x), φ_k(x)``, each ``(B, H, N, d_h)``."""
