@@ -168,6 +168,14 @@ def test_bad_arguments() -> None:
         PPOConfig(horizon=0)
     with pytest.raises(ValueError, match="iterations"):
         PPO(BatchedPendulum(num_envs=2)).learn(0)
+    with pytest.raises(ValueError, match="value_clip"):
+        PPOConfig(value_clip=-0.2)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        PPOConfig(max_grad_norm=0.0)
+    with pytest.raises(ValueError, match="reward_scale"):
+        PPOConfig(reward_scale=float("nan"))
+    with pytest.raises(ValueError, match="raw_obs"):
+        PPO(BatchedPendulum(num_envs=2)).act(torch.zeros(2, 5))
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ SAPG's per-block latent and log-std; plain PPO is the one-block case (``icml24.r
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -97,6 +98,12 @@ class PPOConfig:
             raise ValueError("clip and learning_rate must be > 0")
         if self.entropy_coef < 0 or self.critic_coef < 0:
             raise ValueError("entropy_coef and critic_coef must be >= 0")
+        if self.value_clip is not None and not self.value_clip > 0:
+            raise ValueError(f"value_clip must be > 0 or None, got {self.value_clip}")
+        if not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
+        if not (math.isfinite(self.reward_scale) and self.reward_scale > 0):
+            raise ValueError(f"reward_scale must be a finite number > 0, got {self.reward_scale}")
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -402,6 +409,8 @@ class PPO:
         b = self.eval_block if block is None else int(block)
         if not 0 <= b < self.num_blocks:
             raise ValueError(f"block must be in [0, {self.num_blocks}), got {b}")
+        if raw_obs.ndim != 2 or raw_obs.shape[1] != self.obs_dim:
+            raise ValueError(f"raw_obs must have shape (batch, {self.obs_dim}), got {tuple(raw_obs.shape)}")
         obs = self._normalize_obs(raw_obs, update=False)
         blocks = torch.full((obs.shape[0],), b, dtype=torch.long, device=obs.device)
         mean, log_std, _ = self.policy(obs, blocks)

@@ -55,7 +55,7 @@ class SAPGConfig:
     """The underlying PPO hyper-parameters (shared by all blocks)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.num_blocks, int) or self.num_blocks < 1:
+        if not isinstance(self.num_blocks, int) or isinstance(self.num_blocks, bool) or self.num_blocks < 1:
             raise ValueError(f"num_blocks must be a positive int, got {self.num_blocks!r}")
         if not isinstance(self.latent_dim, int) or self.latent_dim < 0:
             raise ValueError(f"latent_dim must be a non-negative int, got {self.latent_dim!r}")
