@@ -3,7 +3,7 @@
 Claim: with many parallel environments PPO saturates, while SAPG, splitting them into blocks of a fixed size
 B that share one network and aggregating follower data into the leader through importance sampling, keeps
 improving as N (and so M = N / B) grows. Miniature: the deceptive point mass (decoy next to the start, a +20
-goal far away), leader-only deterministic evaluation, discovery rate (evaluation success >= 50%) over many
+goal far away), leader-only evaluation with sampled actions, discovery rate (evaluation success >= 50%) over many
 seeds with Wilson 95% intervals; controls: PPO with an entropy bonus, SAPG without off-policy data, symmetric
 aggregation; negative control: the dense-reward pendulum, where SAPG should roughly tie PPO.
 """
@@ -133,7 +133,7 @@ def _nanmax(values: Sequence[float]) -> float:
 
 
 def run_point_mass(config: dict[str, Any], seed: int) -> dict[str, Any]:
-    """Train one method on the deceptive point mass; leader-only deterministic evaluation."""
+    """Train one method on the deceptive point mass; leader-only evaluation with sampled actions (see README)."""
     from icml24.rl.envs import BatchedDeceptivePointMass, PointMassLayout
 
     lay = config.get("layout", LAYOUT)
