@@ -106,6 +106,17 @@ def _thresholds(num: int) -> np.ndarray:
     return np.arange(num) / (num - 1)
 
 
+def _check_f_params(beta2: float, smoothing: float) -> None:
+    if not (np.isfinite(beta2) and beta2 > 0):
+        raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}")
+    _check_smoothing(smoothing)
+
+
+def _check_smoothing(smoothing: float) -> None:
+    if not (np.isfinite(smoothing) and smoothing >= 0):
+        raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing!r}")
+
+
 def _bin_index(p: np.ndarray, num: int) -> np.ndarray:
     """Index of the largest threshold ``<= p`` (so ``p >= t_i`` iff ``i <= bin``).
 
@@ -283,6 +294,7 @@ def f_measure(
     """Standard F-measure over thresholds (mean F, max F, or the ``(B, T)`` curve) of each image."""
     p, g, single = _prepare(pred, gt)
     _thresholds(num_thresholds)
+    _check_f_params(beta2, smoothing)
     hist = _frame_histograms(p, g, None, num_thresholds, normalize)
     curves = _f_curves(hist, beta2, smoothing)
     if aggregate == "curve":
@@ -307,6 +319,7 @@ def si_f_measure(
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
     _thresholds(num_thresholds)
+    _check_f_params(beta2, smoothing)
     hist = _frame_histograms(p, g, fr.boxes, num_thresholds, normalize)
     per = _f_aggregate(_f_curves(hist, beta2, smoothing), aggregate)
     mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
@@ -325,6 +338,7 @@ def auc(pred: Any, gt: Any, *, num_thresholds: int = 100, smoothing: float = 1.0
     image has a single class)."""
     p, g, single = _prepare(pred, gt)
     _thresholds(num_thresholds)
+    _check_smoothing(smoothing)
     return _out(_aucs(_frame_histograms(p, g, None, num_thresholds), smoothing), single)
 
 
@@ -342,6 +356,7 @@ def si_auc(
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
     _thresholds(num_thresholds)
+    _check_smoothing(smoothing)
     per = _aucs(_frame_histograms(p, g, fr.boxes, num_thresholds), smoothing)
     mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
     if (count == 0).any():  # no usable object frame: the image AUC
