@@ -195,3 +195,30 @@ def test_q_learning_over_a_gymnasium_env_matches_q_star():
 
     with pytest.raises(TypeError, match="Discrete"):
         q_learning_gym(gym.make("Pendulum-v1"), config=QLearningConfig(), steps=1, seed=0)
+
+
+def test_truncation_at_every_step_still_bootstraps():
+    """Horizon 1 on a continuing one-action MDP: every step is truncated, never terminated, so Q -> r / (1 - gamma)
+    (cutting the bootstrap at truncation would give Q -> r = 0.5)."""
+    from icml24.rl.envs.chain import TabularMDPEnv
+    from icml24.rl.value import q_learning_gym
+
+    mdp = TabularMDP(P=np.ones((1, 1, 1)), R=np.full((1, 1, 1), 0.5), terminal=np.zeros((1, 1, 1), bool),
+                     start=np.ones(1))  # fmt: skip
+    cfg = QLearningConfig(gamma=0.5, alpha=0.5, epsilon=0.0, horizon=1)
+    np.testing.assert_allclose(q_learning(mdp, config=cfg, n_runs=2, steps=200, seed=0)["Q"], 1.0, atol=1e-6)
+    out = q_learning_gym(TabularMDPEnv(mdp, max_episode_steps=1), config=cfg, steps=200, seed=0)
+    np.testing.assert_allclose(out["Q"], 1.0, atol=1e-6)
+    assert len(out["episode_returns"]) == 200  # every step ended an episode by truncation
+
+
+def test_train_dqn_stores_truncated_steps_as_non_terminal():
+    import gymnasium as gym
+
+    from icml24.rl.value import train_dqn
+
+    g = ActionGrid([-2.0], [2.0], 4)
+    agent = DQNAgent(obs_dim=3, action_table=g.table(), config=DQNConfig(batch_size=4, hidden=(8,)), seed=0)
+    out = train_dqn(gym.make("Pendulum-v1"), agent, steps=30, seed=0, grid=g, max_episode_steps=5)
+    assert out["episode_end_steps"] == [5, 10, 15, 20, 25, 30]
+    assert len(agent.buffer) == 30 and not agent.buffer._data["terminated"][:30].any()
