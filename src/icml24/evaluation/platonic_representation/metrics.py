@@ -97,6 +97,8 @@ def knn_indices(feats: Any, k: int, *, normalize: bool = True, chunk_size: int =
     x = _as_tensor(feats, "feats")
     n = x.shape[0]
     _check_k(k, n)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     if normalize:
         x = torch.nn.functional.normalize(x, dim=1)
     out = torch.empty((n, k), dtype=torch.long)
