@@ -226,3 +226,19 @@ def test_overall_verdict_uses_the_core_checks_by_name_not_position():
     assert by_claim["Max-reward Q-learnin"] == "supported"
     assert by_claim["... and faster than "] == "not_supported"
     assert a.verdict == "inconclusive"  # README: only loitering / stochastic / same-reward checks can refute
+
+
+def test_max_td3_loop_tracks_y_and_resets_it_at_episode_ends():
+    from icml24.rl.max_reward.deep import train_td3_vec
+
+    env = PointMazeVecEnv(4, max_episode_steps=3)
+    agent = MaxTD3Agent(obs_dim=2, action_dim=2, r_lb=0.0, r_ub=1.0, config=TD3Config(gamma=0.9, hidden=(8,)), seed=0)
+    train_td3_vec(env, agent, total_steps=4 * 6, seed=0, warmup_steps=10_000, eval_points=2)
+    d = agent.buffer._data
+    n = len(agent.buffer)
+    y, y_next, r = d["obs"][:n, -1], d["next_obs"][:n, -1], d["reward"][:n]
+    torch.testing.assert_close(y_next, agent.next_y(y, r))  # y' = min(max(y, r) / gamma, r_ub - r_lb)
+    step = torch.arange(n) // 4  # vector step of each stored row
+    assert bool((y[step % 3 == 0] == 0).all())  # every 3-step episode starts from y = 0
+    torch.testing.assert_close(y[step % 3 != 0], y_next[step % 3 != 2])  # and carries y' inside an episode
+    assert not d["terminated"][:n].bool().any()  # time-limit ends are truncations: stored as non-terminal
