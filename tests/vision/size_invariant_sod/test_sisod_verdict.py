@@ -51,3 +51,11 @@ def test_training_rule_thresholds():
     assert _verdicts(_results([0.1, 0.2], -0.1))[1][1] == "inconclusive"
     # no gain at all
     assert _verdicts(_results([0.0, -0.02], 0.0)) == ("not_supported", ["supported", "not_supported"])
+
+
+def test_metric_behaviour_without_small_objects_is_inconclusive_not_refuted():
+    # run_metric_behaviour returns only counts when no image has a small object
+    res = [JobResult(Job(SLUG, "metric_behaviour", f"{MOD}:run_metric_behaviour", {}, s), "ok",
+                     {"n_images": 10, "n_with_small": 0}) for s in (0, 1)]  # fmt: skip
+    a = analyze(res, "smoke")
+    assert a.checks[0].verdict == "inconclusive"

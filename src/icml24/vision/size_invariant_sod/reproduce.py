@@ -178,10 +178,12 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         a_si, b_si = _mean(metric_values(mb, "A_si_mae")), _mean(metric_values(mb, "B_si_mae"))
         fa, fb = _mean(metric_values(mb, "frac_mae_prefers_A")), _mean(metric_values(mb, "frac_si_mae_prefers_B"))
         ok = a_mae < b_mae and b_si < a_si and fa > 0.5 and fb > 0.5
+        # no image with a small object (all NaN): nothing was measured, which is not a refutation
+        measured = not any(math.isnan(v) for v in (a_mae, b_mae, a_si, b_si, fa, fb))
         checks.append(
             ClaimCheck(
                 "(a) A prediction missing small objects wins on MAE and loses on SI-MAE",
-                "supported" if ok else "not_supported",
+                ("supported" if ok else "not_supported") if measured else "inconclusive",
                 f"MAE A={a_mae:.4f} vs B={b_mae:.4f}; SI-MAE A={a_si:.4f} vs B={b_si:.4f}; on images with a small "
                 f"object MAE prefers A on {fa:.0%} and SI-MAE prefers B on {fb:.0%} (rule: both means and both "
                 "rates > 50%).",
