@@ -48,3 +48,7 @@ def test_each_rule_can_fail():
     assert _verdicts(rho_vv=-0.5, vv_rises=False)[1][2] == "not_supported"
     assert _verdicts(vv_rises=False)[1][2] == "inconclusive"
     assert _verdicts(rho=-0.2, trained=0.1, rho_vv=-0.5, vv_rises=False)[0] == "not_supported"
+
+
+def test_no_trained_snapshot_is_inconclusive_not_refuted():
+    assert _verdicts(trained=float("nan"))[1][1] == "inconclusive"

@@ -204,9 +204,15 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         )
     )
     bt, br, bs = _col(rs, "best_trained_align"), _col(rs, "best_random_align"), _col(rs, "best_shuffled_align")
-    wins = [t > max(r_, s_) for t, r_, s_ in zip(bt, br, bs, strict=False)]
+    # a seed without trained snapshots has a NaN best-trained score: it measures nothing, so it is skipped
+    wins = [t > max(r_, s_) for t, r_, s_ in zip(bt, br, bs, strict=False) if not math.isnan(t + r_ + s_)]
     shuffled_near_chance = mean_std(bs)[0] < 3 * chance
-    v2 = "supported" if wins and all(wins) and shuffled_near_chance else ("not_supported" if not any(wins) else "inconclusive")
+    if not wins:
+        v2 = "inconclusive"
+    elif all(wins) and shuffled_near_chance:
+        v2 = "supported"
+    else:
+        v2 = "not_supported" if not any(wins) else "inconclusive"
     checks.append(
         ClaimCheck(
             "Trained vision models align with language above random-init and shuffled controls",
