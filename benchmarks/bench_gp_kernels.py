@@ -12,22 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
+from _timing import best_of  # noqa: E402
 from icml24.gp import gaussian_loglik_dense, gaussian_loglik_lowrank, rbf_kernel, sm_kernel  # noqa: E402
-
-
-def _best(fn, *args, reps: int = 3, **kwargs) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn(*args, **kwargs)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
@@ -47,15 +38,15 @@ def main() -> None:
     print(f"{'N':>6} {'SM ours':>8} {'SM gpytorch':>12} {'ratio':>6} {'RBF ours':>9} {'RBF gpytorch':>13} {'ratio':>6}")
     for n in ns:
         x = torch.randn(n, 1, generator=g, dtype=d64)
-        t_sm = _best(sm_kernel, x, x, weights=w, means=mu, variances=v)
-        t_rbf = _best(rbf_kernel, x, x, lengthscale=0.5, variance=1.0)
+        t_sm = best_of(sm_kernel, x, x, weights=w, means=mu, variances=v)
+        t_rbf = best_of(rbf_kernel, x, x, lengthscale=0.5, variance=1.0)
         if gpytorch is not None:
             sm_ref = gpytorch.kernels.SpectralMixtureKernel(num_mixtures=4, ard_num_dims=1).double()
             sm_ref.mixture_weights, sm_ref.mixture_means, sm_ref.mixture_scales = w, mu.unsqueeze(1), v.sqrt().unsqueeze(1)
             rbf_ref = gpytorch.kernels.RBFKernel().double()
             with torch.no_grad():
-                r_sm = _best(lambda a, k: k(a, a).to_dense(), x, sm_ref)
-                r_rbf = _best(lambda a, k: k(a, a).to_dense(), x, rbf_ref)
+                r_sm = best_of(lambda a, k: k(a, a).to_dense(), x, sm_ref)
+                r_rbf = best_of(lambda a, k: k(a, a).to_dense(), x, rbf_ref)
         else:
             r_sm = r_rbf = float("nan")
         print(f"{n:>6} {t_sm:>8.4f} {r_sm:>12.4f} {r_sm / t_sm:>6.2f} {t_rbf:>9.4f} {r_rbf:>13.4f} {r_rbf / t_rbf:>6.2f}")
@@ -64,8 +55,8 @@ def main() -> None:
     for n in ns:
         y = torch.randn(n, 30, generator=g, dtype=d64)
         phi = torch.randn(n, 100, generator=g, dtype=d64) / 10
-        tw = _best(gaussian_loglik_lowrank, y, phi, 0.1)
-        td = _best(lambda a, p: gaussian_loglik_dense(a, p @ p.T + 0.1 * torch.eye(len(a), dtype=d64)), y, phi)
+        tw = best_of(gaussian_loglik_lowrank, y, phi, 0.1)
+        td = best_of(lambda a, p: gaussian_loglik_dense(a, p @ p.T + 0.1 * torch.eye(len(a), dtype=d64)), y, phi)
         print(f"{n:>6} {tw:>9.4f} {td:>8.4f} {td / tw:>6.1f}")
 
 

@@ -15,6 +15,7 @@ import time
 import gymnasium as gym
 import torch
 
+from _timing import iterations_per_s
 from icml24.rl.envs import BatchedDeceptivePointMass, BatchedPendulum, DeceptivePointMassEnv
 from icml24.rl.ppo import PPO, PPOConfig
 from icml24.rl.sapg import SAPG, SAPGConfig
@@ -58,15 +59,6 @@ def sync_steps_per_s(make, n: int, steps: int, repeats: int = 3) -> float:
     return n * steps / _best_of(run, repeats)
 
 
-def iterations_per_s(make_agent, iters: int) -> float:
-    agent = make_agent()
-    agent.iterate()
-    t = time.perf_counter()
-    for _ in range(iters):
-        agent.iterate()
-    return iters / (time.perf_counter() - t)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and sizes")
@@ -89,9 +81,9 @@ def main() -> None:
     iters = 2 if args.quick else 5
     cfg = PPOConfig()
     for n in (1024,) if args.quick else (1024, 4096):
-        ppo = iterations_per_s(lambda n=n: PPO(BatchedDeceptivePointMass(num_envs=n), config=cfg, seed=0), iters)
+        ppo = iterations_per_s(PPO(BatchedDeceptivePointMass(num_envs=n), config=cfg, seed=0), iters)
         sapg = iterations_per_s(
-            lambda n=n: SAPG(BatchedDeceptivePointMass(num_envs=n), config=SAPGConfig(num_blocks=4, ppo=cfg)), iters
+            SAPG(BatchedDeceptivePointMass(num_envs=n), config=SAPGConfig(num_blocks=4, ppo=cfg)), iters
         )
         print(f"PPO  N={n}: {ppo:.2f} it/s ({ppo * n * cfg.horizon:,.0f} env steps/s incl. updates)")
         print(f"SAPG N={n} M=4: {sapg:.2f} it/s ({sapg * n * cfg.horizon:,.0f} env steps/s incl. updates)")

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
-import time
 
 import numpy as np
 
+from _timing import best_of
 from icml24.conformal.rob_fcp import aggregate_histograms, estimate_num_malicious
 
 
@@ -81,15 +81,6 @@ def naive_estimator(vectors: np.ndarray, order: np.ndarray) -> int:
     return best_m
 
 
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def bench_size(k: int, n_bins: int, refine: int, alpha: float, rng: np.random.Generator) -> tuple[float, ...]:
     """(naive, ours) seconds for the aggregation and for the estimator at ``k`` clients."""
     n_mal = int(0.3 * k)
@@ -102,13 +93,13 @@ def bench_size(k: int, n_bins: int, refine: int, alpha: float, rng: np.random.Ge
     agg = ours()
     q_naive, benign_naive = naive_aggregate(counts, n_mal, n_bins, refine, alpha)
     assert list(agg.benign) == benign_naive and agg.qhat == q_naive  # same answer on both paths
-    t_ours = best_of(ours, repeats)
-    t_naive = best_of(lambda: naive_aggregate(counts, n_mal, n_bins, refine, alpha), repeats)
+    t_ours = best_of(ours, repeats=repeats)
+    t_naive = best_of(lambda: naive_aggregate(counts, n_mal, n_bins, refine, alpha), repeats=repeats)
     vectors = np.stack([c.reshape(n_bins, refine).sum(1) / c.sum() for c in counts])
     est = estimate_num_malicious(vectors)
     assert naive_estimator(vectors, est.order) == est.n_malicious
-    e_ours = best_of(lambda: estimate_num_malicious(vectors), repeats)
-    e_naive = best_of(lambda: naive_estimator(vectors, est.order), repeats)
+    e_ours = best_of(lambda: estimate_num_malicious(vectors), repeats=repeats)
+    e_naive = best_of(lambda: naive_estimator(vectors, est.order), repeats=repeats)
     return t_naive, t_ours, e_naive, e_ours
 
 

@@ -9,21 +9,13 @@ Usage: ``python benchmarks/bench_sapg.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
+from _timing import iterations_per_s
 from icml24.rl.envs import BatchedDeceptivePointMass
 from icml24.rl.ppo import PPO, PPOConfig
 from icml24.rl.sapg import SAPG, SAPGConfig
-
-
-def iterations_per_s(agent: PPO, iters: int) -> float:
-    agent.iterate()
-    t = time.perf_counter()
-    for _ in range(iters):
-        agent.iterate()
-    return iters / (time.perf_counter() - t)
 
 
 def main() -> None:
