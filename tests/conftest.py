@@ -11,6 +11,19 @@ import pytest
 FAKE_DIR = Path(__file__).parent / "common"
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One torch intra-op thread per test, as the runner gives each job: the suite runs under
+    ``pytest -n 2`` on 2 cores, the tests' tensors are small, and extra OpenMP workers only spin and
+    contend (they cost 10-100x more CPU time than the work on a loaded machine)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture
 def fake_env(monkeypatch, tmp_path):
     """Register the fake reproductions and return an environment for subprocesses."""

@@ -23,8 +23,6 @@ from icml24.rl.max_reward import (
 )
 from icml24.rl.value import TabularMDP, TD3Config
 
-torch.set_num_threads(1)
-
 
 def _random_outcomes(seed, S=4, A=3, K=2, levels=4, terminal_p=0.2):
     rng = np.random.default_rng(seed)

@@ -23,15 +23,6 @@ from icml24.rl.ppo import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny networks: one intra-op thread is faster and avoids contention on a shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _gae_reference(r, v, nv, term, done, gamma, lam):
     """Per-environment, per-step definition: A_t = sum_k (gamma lam)^k delta_{t+k} inside one episode."""
     T, N = r.shape

@@ -12,14 +12,6 @@ from icml24.rl.sapg import SAPG, SAPGConfig, entropy_schedule, follower_blocks_f
 SMALL = PPOConfig(horizon=4, epochs=2, num_minibatches=2)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _params(agent: PPO) -> list[torch.Tensor]:
     return [p.detach().clone() for p in agent.policy.parameters()]
 

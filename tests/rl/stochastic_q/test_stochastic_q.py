@@ -21,8 +21,6 @@ from icml24.rl.stochastic_q import (
 )
 from icml24.rl.value import ActionGrid, DQNConfig, QLearningConfig, TabularMDP, train_dqn, value_iteration
 
-torch.set_num_threads(1)  # tiny networks: threads only add contention on a shared CPU
-
 
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 300), k=st.integers(1, 40), seed=st.integers(0, 1000))
