@@ -225,32 +225,89 @@ class Figure:
     caption: str = ""
 
 
+def _slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48] or "check"
+
+
 @dataclass
 class ClaimCheck:
-    """One sub-claim of the paper, its own verdict and the evidence (numbers) behind it."""
+    """One sub-claim of the paper, its own verdict and the evidence (numbers) behind it.
+
+    The statistical fields are filled by the decision primitives of :mod:`icml24.common.decide`
+    (``Decision.to_check``); a hand-written check may leave them empty.
+
+    Attributes:
+        claim: the sub-claim in words, as the paper's README states it.
+        verdict: this sub-claim's verdict.
+        evidence: the numbers behind it, in words.
+        id: a stable machine id (``"regret-vs-ucb1"``); derived from ``claim`` when empty.
+        rule: the decision rule in words with its thresholds ("one-sided paired t-test, alpha 0.05;
+            not_supported needs TOST equivalence within 0.02 or significance the other way").
+        effect: the estimated effect (``effect_name`` says which: "mean difference method - baseline").
+        effect_name: what ``effect`` is.
+        ci: confidence interval of the effect, ``(low, high)``; ``ci_level`` its level (0.95).
+        p_value: the p-value of the test in the claimed direction (after any correction).
+        power: the rule's power to say ``supported`` at the paper's effect size and this run's ``n``.
+        n: the sample size the rule used (seeds, trials or pairs; ``effect_name`` or ``rule`` says which).
+        decisive: whether this check enters the overall verdict (``False``: reported only).
+    """
 
     claim: str
     verdict: Verdict
     evidence: str
+    id: str = ""
+    rule: str = ""
+    effect: float | None = None
+    effect_name: str = ""
+    ci: tuple[float, float] | None = None
+    ci_level: float | None = None
+    p_value: float | None = None
+    power: float | None = None
+    n: int | None = None
+    decisive: bool = True
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if not self.id:
+            self.id = _slugify(self.claim.split(":")[0])
+        if self.ci is not None:
+            self.ci = (float(self.ci[0]), float(self.ci[1]))
 
-    def to_dict(self) -> dict[str, str]:
-        return {"claim": self.claim, "verdict": self.verdict, "evidence": self.evidence}
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "id": self.id,
+            "claim": self.claim,
+            "verdict": self.verdict,
+            "evidence": self.evidence,
+            "rule": self.rule,
+            "effect": self.effect,
+            "effect_name": self.effect_name,
+            "ci": list(self.ci) if self.ci is not None else None,
+            "ci_level": self.ci_level,
+            "p_value": self.p_value,
+            "power": self.power,
+            "n": self.n,
+            "decisive": self.decisive,
+        }
 
 
 @dataclass
 class Analysis:
     """The outcome of a reproduction: a verdict on the claim, a one-paragraph summary with the numbers,
-    the method-vs-baselines tables, figures, and per-sub-claim checks."""
+    the method-vs-baselines tables, figures, and per-sub-claim checks.
+
+    ``rule`` states in words how the sub-claims' verdicts combine into ``verdict``; ``decided_by`` lists
+    the ids of the checks that decided it (empty: derived by the report from the decisive checks).
+    """
 
     verdict: Verdict
     summary: str
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     checks: list[ClaimCheck] = field(default_factory=list)
+    rule: str = ""
+    decided_by: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
