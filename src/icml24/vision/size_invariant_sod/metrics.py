@@ -15,6 +15,23 @@ average with equal weights:
 SI-F and SI-AUC average the per-object-frame F-measure and ROC-AUC; the background frame is left out.
 Images without a salient object fall back to the standard metric.
 
+Which pixels a frame's F-measure and AUC see (``convention``):
+
+* ``"box"`` (default): only the pixels inside the object's bounding box. This is the paper's definition
+  of a frame (Sec. 4: each object is evaluated inside its own frame) and makes the per-frame scores
+  size-invariant.
+* ``"masked_image"``: every pixel of the image, with the prediction and the ground truth set to 0 outside
+  the box (``pred * mask``, ``gt * mask``), as the official ``metrics.py`` and ``pysodmetrics``
+  (``SizeInvarianceFmeasureV2``) compute it. The out-of-box pixels become true negatives at every
+  threshold above 0, so the per-frame false-positive rate is divided by nearly the whole image and the
+  AUC is much higher (e.g. 0.95 instead of 0.80 on the same masks).
+* ``"official"``: ``"masked_image"`` plus the official code's frame selection, which compares the
+  bit-mask weight map with ``split == k`` for ``k = 1 .. bit_length(max(split))`` (SI-MAE tests bits):
+  for three or more objects, or overlapping boxes, some "frames" are box overlaps or box remainders and
+  some objects are never scored. The ROC points are ordered by ``torch.argsort`` of the FPR, as in the
+  official code: that sort is unstable, so the order of points with equal FPR (and hence the AUC) depends
+  on torch's sort implementation.
+
 Conventions fixed here (from the official code): F-measure with ``beta^2 = 0.3`` over ``T = 100``
 thresholds ``t_i = i / (T - 1)`` of the min-max normalised prediction (``pred >= t_i``), precision
 ``TP / (TP + FP + s)`` and recall ``TP / (P + s)`` with smoothing ``s = 1``; AUC by the trapezoid rule over
@@ -131,6 +148,43 @@ def _bin_index(p: np.ndarray, num: int) -> np.ndarray:
     return b.astype(np.int64)
 
 
+Convention = Literal["box", "masked_image", "official"]
+CONVENTIONS = ("box", "masked_image", "official")
+
+
+def _check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}; got {convention!r}")
+
+
+def _official_region_histograms(
+    p: np.ndarray, g: np.ndarray, fr: Frames, num: int, normalize: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Histograms of the official code's SI-F/SI-AUC "frames": for each image, the pixel sets
+    ``split == k`` for ``k = 1 .. bit_length(max(split))`` of the bit-mask weight map ``split``, each seen
+    on the masked image (every pixel outside the set is a prediction-0, ground-truth-0 pixel).
+
+    Returns ``(hist, img)``: ``(R, 2, num)`` counts for the non-empty sets and the image of each.
+    """
+    from .frames import encode_frames_bitmask
+
+    bsz, h, w = p.shape
+    split = encode_frames_bitmask(fr) if len(fr.boxes) else np.zeros(p.shape, np.int64)
+    top = split.reshape(bsz, -1).max(1)
+    nbits = np.array([int(t).bit_length() for t in top], np.int64)  # official: floor(log2(max) + 1)
+    v = _minmax(p) if normalize else p
+    valid = (split >= 1) & (split <= nbits[:, None, None])
+    kmax = 63
+    img = np.broadcast_to(np.arange(bsz)[:, None, None], p.shape)
+    key = ((img * kmax + np.where(valid, split, 0)) * 2 + g) * num + _bin_index(v, num)
+    hist = np.bincount(key[valid], minlength=bsz * kmax * 2 * num).reshape(bsz * kmax, 2, num)
+    size = hist.sum((1, 2))
+    keep = np.flatnonzero(size > 0)
+    hist = hist[keep]
+    hist[:, 0, 0] += h * w - size[keep]  # out-of-set pixels: prediction 0 (only t = 0 counts them), gt 0
+    return hist, keep // kmax
+
+
 def _frame_histograms(
     p: np.ndarray, g: np.ndarray, boxes: np.ndarray | None, num: int, normalize: bool = False
 ) -> np.ndarray:
@@ -178,14 +232,29 @@ def _f_curves(hist: np.ndarray, beta2: float, smoothing: float) -> np.ndarray:
     return np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def _aucs(hist: np.ndarray, smoothing: float) -> np.ndarray:
-    """Trapezoid ROC-AUC per frame; NaN for frames with a single class (AUC undefined)."""
+def _aucs(hist: np.ndarray, smoothing: float, official_order: bool = False) -> np.ndarray:
+    """Trapezoid ROC-AUC per frame; NaN for frames with a single class (AUC undefined).
+
+    The ROC points are taken from the highest threshold down (FPR and TPR both non-decreasing). With
+    ``official_order`` they are ordered as the official code orders them: ``torch.argsort`` of the
+    float32 FPR alone, an unstable sort that puts points of equal FPR in an arbitrary (but
+    deterministic) order, so the TPR used at the end of an FPR plateau is not always the highest.
+    """
     tp, fp, pos, neg = _counts_ge(hist)
     with np.errstate(divide="ignore", invalid="ignore"):
         tpr = tp / (pos[:, None] + smoothing)
         fpr = fp / (neg[:, None] + smoothing)
-    # FPR is non-increasing in the threshold index: reversing the axis sorts it.
-    out = np.trapezoid(tpr[:, ::-1], fpr[:, ::-1], axis=1)
+    if official_order and len(fpr):
+        import torch  # the official order is torch's sort order: reproduce it with torch itself
+
+        tpr32 = torch.from_numpy(tpr.astype(np.float32))
+        fpr32 = torch.from_numpy(fpr.astype(np.float32))
+        order = torch.stack([torch.argsort(row) for row in fpr32])  # one row at a time, as the official loop
+        tpr = torch.gather(tpr32, 1, order).double().numpy()
+        fpr = torch.gather(fpr32, 1, order).double().numpy()
+    else:  # FPR is non-increasing in the threshold index: reversing the axis sorts it
+        tpr, fpr = tpr[:, ::-1], fpr[:, ::-1]
+    out = np.trapezoid(tpr, fpr, axis=1)
     out[(pos == 0) | (neg == 0)] = np.nan
     return out
 
@@ -302,6 +371,19 @@ def f_measure(
     return _out(_f_aggregate(curves, aggregate), single)
 
 
+def _si_frame_histograms(
+    p: np.ndarray, g: np.ndarray, fr: Frames, num: int, normalize: bool, convention: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame threshold histograms under ``convention`` and the image index of each frame."""
+    if convention == "official":
+        return _official_region_histograms(p, g, fr, num, normalize)
+    hist = _frame_histograms(p, g, fr.boxes, num, normalize)
+    if convention == "masked_image" and len(hist):
+        # every out-of-box pixel is (prediction 0, gt 0): a negative counted only at threshold t_0 = 0
+        hist[:, 0, 0] += p.shape[1] * p.shape[2] - fr.box_areas
+    return hist, fr.boxes[:, 0]
+
+
 def si_f_measure(
     pred: Any,
     gt: Any,
@@ -313,16 +395,25 @@ def si_f_measure(
     num_thresholds: int = 100,
     smoothing: float = 1.0,
     normalize: bool = True,
+    convention: Convention = "box",
 ) -> float | np.ndarray:
-    """Size-invariant F-measure: the F-measure (mean or max over thresholds) of each object frame,
-    averaged over the object frames of the image; the standard F-measure where there is no object."""
+    """Size-invariant F-measure (Sec. 4): the F-measure (mean or max over thresholds) of each object frame,
+    averaged over the object frames of the image; the standard F-measure where there is no object.
+
+    ``convention`` chooses which pixels a frame sees (module docstring): ``"box"`` (in-box pixels, the
+    paper's frame), ``"masked_image"`` (pysodmetrics, official) or ``"official"`` (also the official
+    ``split == k`` frame selection).
+    """
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
     _thresholds(num_thresholds)
     _check_f_params(beta2, smoothing)
-    hist = _frame_histograms(p, g, fr.boxes, num_thresholds, normalize)
+    _check_convention(convention)
+    if aggregate not in ("mean", "max"):
+        raise ValueError(f"aggregate must be 'mean' or 'max', got {aggregate!r}")
+    hist, img = _si_frame_histograms(p, g, fr, num_thresholds, normalize, convention)
     per = _f_aggregate(_f_curves(hist, beta2, smoothing), aggregate)
-    mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
+    mean, count = _frame_mean(per, img, p.shape[0])
     if (count == 0).any():  # images without an object: the standard F-measure
         empty = count == 0
         hist = _frame_histograms(p[empty], g[empty], None, num_thresholds, normalize)
@@ -350,33 +441,47 @@ def si_auc(
     min_area: int = 0,
     num_thresholds: int = 100,
     smoothing: float = 1.0,
+    convention: Convention = "box",
 ) -> float | np.ndarray:
-    """Size-invariant AUC: ROC-AUC inside each object frame averaged over the image's object frames
-    (frames with one class only are skipped; the image AUC is used when no frame is usable)."""
+    """Size-invariant AUC (Sec. 4): ROC-AUC of each object frame averaged over the image's object frames
+    (frames with one class only are skipped; the image AUC is used when no frame is usable).
+
+    ``convention="box"`` (default, the paper's frame) scores only the pixels inside each box;
+    ``"masked_image"`` scores the whole image with prediction and ground truth zeroed outside the box
+    (as pysodmetrics and the official code), which adds every out-of-box pixel as a true negative and
+    raises the score; ``"official"`` also selects frames as the official ``metrics.py`` does
+    (``split == k``) and orders ROC points by ``torch.argsort`` of the FPR. See the module docstring.
+    """
     p, g, single = _prepare(pred, gt)
     fr = _frames_for(g, frames, min_area)
     _thresholds(num_thresholds)
     _check_smoothing(smoothing)
-    per = _aucs(_frame_histograms(p, g, fr.boxes, num_thresholds), smoothing)
-    mean, count = _frame_mean(per, fr.boxes[:, 0], p.shape[0])
+    _check_convention(convention)
+    hist, img = _si_frame_histograms(p, g, fr, num_thresholds, False, convention)
+    per = _aucs(hist, smoothing, official_order=convention == "official")
+    mean, count = _frame_mean(per, img, p.shape[0])
     if (count == 0).any():  # no usable object frame: the image AUC
         empty = count == 0
-        mean[empty] = _aucs(_frame_histograms(p[empty], g[empty], None, num_thresholds), smoothing)
+        mean[empty] = _aucs(
+            _frame_histograms(p[empty], g[empty], None, num_thresholds), smoothing, convention == "official"
+        )
     return _out(mean, single)
 
 
-def evaluate(pred: Any, gt: Any, *, min_area: int = 0) -> dict[str, float]:
+def evaluate(pred: Any, gt: Any, *, min_area: int = 0, convention: Convention = "box") -> dict[str, float]:
     """All six metrics (standard and SI versions of MAE, mean F-measure, AUC), averaged over the batch
-    (NaN entries, e.g. AUC of a single-class image, skipped)."""
+    (NaN entries, e.g. AUC of a single-class image, skipped). ``convention`` is passed to SI-F and
+    SI-AUC."""
     p, g, _ = _prepare(pred, gt)
+    _check_convention(convention)
     fr = object_frames(g, min_area=min_area)
     vals = {
         "mae": mae(p, g),
         "si_mae": si_mae(p, g, fr),
         "f_mean": f_measure(p, g),
-        "si_f_mean": si_f_measure(p, g, fr),
+        "si_f_mean": si_f_measure(p, g, fr, convention=convention),
         "auc": auc(p, g),
-        "si_auc": si_auc(p, g, fr),
+        "si_auc": si_auc(p, g, fr, convention=convention),
     }
     out = {}
     for k, v in vals.items():

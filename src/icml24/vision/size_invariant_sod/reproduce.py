@@ -282,9 +282,10 @@ REPRODUCTION = Reproduction(
         "from scratch for a few epochs.",
         "SI-MAE normalised by K + alpha (pysodmetrics; a weighted mean); the official metrics.py divides by "
         "K + 1 + alpha, available as normalization='code'.",
-        "SI-F and SI-AUC are computed inside each frame only and select frames by their bit (the official code "
-        "selects pixels with split == k and counts out-of-frame pixels at threshold 0); frames with a single class "
-        "are left out of SI-AUC.",
+        "SI-F and SI-AUC are computed on the pixels inside each frame's box (convention='box') and select frames by "
+        "their bit; the official code and pysodmetrics score the masked whole image (convention='masked_image', "
+        "higher AUCs) and the official code selects pixels with split == k (convention='official'); frames with a "
+        "single class are left out of SI-AUC.",
         "Small-object detection measured as per-size-bucket object recall (mean saliency inside the object > 0.5), "
         "our proxy for the paper's per-size analysis.",
     ),
