@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,7 +22,7 @@ from icml24.optim.lp_coresets import (
     solve_multi_lp,
     union_of_column_coresets,
 )
-from icml24.optim.lp_coresets.lewis import _leverage, orthonormal_basis
+from icml24.optim.lp_coresets.lewis import LewisConvergenceWarning, _leverage, orthonormal_basis
 from icml24.optim.lp_coresets.reproduce import make_regression
 
 
@@ -50,11 +52,37 @@ def test_p2_lewis_weights_are_leverage_scores():
 def test_undamped_iteration_fails_for_large_p_and_the_damped_one_converges():
     A, _ = data(seed=2)
     ok = lewis_weights(A, 8.0, return_info=True)
-    assert ok.residual < 1e-9
-    with pytest.raises(np.linalg.LinAlgError):  # the plain Cohen-Peng map blows up (p >= 4)
-        res = lewis_weights(A, 8.0, damping=1.0, max_iter=300, return_info=True)
-        assert res.residual > 1e-3  # if it did not blow up, it at least did not converge
-        raise np.linalg.LinAlgError
+    assert ok.converged and ok.residual < 1e-9
+    # the plain Cohen-Peng map (damping 1) does not converge at p >= 4: it blows up or stalls, loudly
+    with pytest.raises((np.linalg.LinAlgError, RuntimeError)):
+        lewis_weights(A, 8.0, damping=1.0, max_iter=300, on_fail="raise")
+
+
+@pytest.mark.parametrize("p", [2.5, 3.0, 3.5, 3.99, 4.0, 6.0])
+def test_damping_for_every_p_above_2_converges_fast_and_sums_to_the_rank(p):
+    # d = 11, the case: at p = 3.99 the plain iteration stopped at 500 iterations, residual 9.5e-3
+    A, _ = make_regression(2000, 11, 1, np.random.default_rng(0))
+    res = lewis_weights(A, p, return_info=True, on_fail="raise")
+    assert res.converged and res.n_iter <= 60
+    assert np.isclose(res.weights.sum(), 11.0, rtol=1e-9)
+    if p < 4:  # the plain iteration converges too, but slower (rate p/2 - 1 against (p-2)/(p+2))
+        plain = lewis_weights(A, p, damping=1.0, return_info=True, on_fail="ignore")
+        assert plain.n_iter > res.n_iter
+        if plain.converged:
+            assert np.allclose(plain.weights, res.weights, atol=1e-8)
+
+
+def test_non_convergence_warns_or_raises_and_is_reported():
+    A, _ = make_regression(500, 6, 1, np.random.default_rng(1))
+    with pytest.warns(LewisConvergenceWarning, match="did not converge"):
+        res = lewis_weights(A, 3.99, max_iter=3, return_info=True)
+    assert not res.converged and res.n_iter == 3 and res.residual > 1e-10
+    with pytest.raises(RuntimeError, match="did not converge"):
+        lewis_weights(A, 1.5, max_iter=2, on_fail="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a converged run is silent
+        lewis_weights(A, 3.99)
+        lewis_weights(A, 2.0, max_iter=2, on_fail="ignore")
 
 
 @pytest.mark.parametrize("p", [1.0, 3.0])

@@ -16,12 +16,14 @@ from icml24.optim.bloop.directions import (
     tree_dot,
     update_ema,
 )
-from icml24.optim.bloop.surgery import METHODS, Bloop, GradientSurgery
+from icml24.optim.bloop.surgery import DEFAULT_EMA, DEFAULT_LAM, METHODS, Bloop, GradientSurgery
 
 SLUG = "bloop"
 
 __all__ = [
     "SLUG",
+    "DEFAULT_EMA",
+    "DEFAULT_LAM",
     "METHODS",
     "Bloop",
     "GradientSurgery",

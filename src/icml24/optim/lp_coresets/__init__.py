@@ -16,6 +16,9 @@ from icml24.optim.lp_coresets.coreset import (
     uniform_probabilities,
     union_of_column_coresets,
 )
+from icml24.optim.lp_coresets.lewis import (
+    LewisConvergenceWarning as LewisConvergenceWarning,  # for filterwarnings
+)
 from icml24.optim.lp_coresets.lewis import LewisResult, lewis_weights
 from icml24.optim.lp_coresets.power_means import (
     power_mean_cost,
