@@ -1,1 +1,45 @@
-"""Language models."""
+"""Language models: the shared small transformer, tokenizers, training loop, metrics and corpora.
+
+The papers of the field (``case_or_rule``, ``spikelm``, ``deep_fusion``, ...) build on these modules;
+the multimodal papers reuse the transformer for their text side.
+"""
+
+from icml24.language.metrics import exact_match_last_number, last_number, perplexity, token_accuracy
+from icml24.language.tokenizers import SPECIAL_TOKENS, CharTokenizer, Tokenizer, WordTokenizer
+from icml24.language.training import (
+    IGNORE_INDEX,
+    TrainConfig,
+    causal_lm_labels,
+    cosine_with_warmup,
+    lm_loss,
+    train_lm,
+)
+from icml24.language.transformer import (
+    KVCache,
+    TransformerConfig,
+    TransformerLM,
+    from_hf_llama,
+    to_hf_llama,
+)
+
+__all__ = [
+    "IGNORE_INDEX",
+    "SPECIAL_TOKENS",
+    "CharTokenizer",
+    "KVCache",
+    "Tokenizer",
+    "TrainConfig",
+    "TransformerConfig",
+    "TransformerLM",
+    "WordTokenizer",
+    "causal_lm_labels",
+    "cosine_with_warmup",
+    "exact_match_last_number",
+    "from_hf_llama",
+    "last_number",
+    "lm_loss",
+    "perplexity",
+    "to_hf_llama",
+    "token_accuracy",
+    "train_lm",
+]
