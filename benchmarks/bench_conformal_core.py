@@ -83,7 +83,7 @@ def main() -> None:
         if score == "lac":
             def ours_fn():
                 q = conformal_quantile(lac_scores(p_cal, y_cal), alpha)
-                return sets_from_probs(p_test, q)
+                return sets_from_probs(p_test, q, score="lac")
 
             def matrix_fn():
                 q = conformal_quantile(lac_scores(p_cal, y_cal), alpha)
@@ -98,8 +98,8 @@ def main() -> None:
                 return prediction_sets(aps_scores(p_test), q, allow_empty=False)
 
         def wrapper_fn(score=score):
-            cp = SplitConformalClassifier(est, alpha=alpha, score=score, prefit=True)
-            return cp.calibrate(X[:n], y_cal).predict_sets(X[n:])
+            cp = SplitConformalClassifier(est, confidence_level=1 - alpha, conformity_score=score, prefit=True)
+            return cp.conformalize(X[:n], y_cal).predict_set(X[n:])
 
         fns = {"ours": ours_fn, "wrapper": wrapper_fn, "matrix": matrix_fn}
         if MapieSCC is not None:

@@ -97,11 +97,11 @@ def test_wrapper_coverage_on_fresh_splits(score):
     clf = LogisticRegression(max_iter=300).fit(*draw(300))
     alpha, n, m, R = 0.1, 100, 200, 120
     cov = np.empty(R)
-    cp = SplitConformalClassifier(clf, alpha=alpha, score=score, prefit=True, lam=0.05, k_reg=2)
+    cp = SplitConformalClassifier(clf, confidence_level=1 - alpha, conformity_score=score, prefit=True, lam=0.05, k_reg=2)
     for r in range(R):
         Xc, yc = draw(n)
         Xt, yt = draw(m)
-        cov[r] = covered(cp.calibrate(Xc, yc).predict_sets(Xt), yt).mean()
+        cov[r] = covered(cp.conformalize(Xc, yc).predict_set(Xt), yt).mean()
     lo, _ = coverage_band(n, m, R, alpha)
     assert cov.mean() >= lo  # deterministic scores may over-cover (ties), so only the lower side
 
@@ -114,8 +114,8 @@ GOOD = np.array([[0.2, 0.8], [0.5, 0.5]])
 def test_alpha_outside_unit_interval(alpha):
     with pytest.raises(ValueError, match="alpha"):
         conformal_quantile([0.1, 0.2], alpha)
-    with pytest.raises(ValueError, match="alpha"):
-        SplitConformalClassifier(LogisticRegression(), alpha=alpha).fit(np.eye(2), [0, 1])
+    with pytest.raises(ValueError, match="confidence_level"):
+        SplitConformalClassifier(LogisticRegression(), confidence_level=1 - alpha).fit(np.eye(2), [0, 1])
 
 
 @pytest.mark.parametrize("alpha", ["0.1", None, True])
@@ -129,7 +129,7 @@ def test_empty_calibration():
         conformal_quantile([], 0.1)
     clf = LogisticRegression().fit(np.eye(4), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="empty"):
-        SplitConformalClassifier(clf, prefit=True).calibrate(np.empty((0, 4)), np.empty(0, dtype=int))
+        SplitConformalClassifier(clf, prefit=True).conformalize(np.empty((0, 4)), np.empty(0, dtype=int))
 
 
 @pytest.mark.parametrize("fn", [lac_scores, aps_scores, raps_scores])
@@ -168,22 +168,24 @@ def test_wrapper_labels_outside_classes_and_order_of_calls():
 
     X = np.random.default_rng(0).normal(size=(30, 3))
     y = np.array(["a", "b", "c"] * 10)
-    cp = SplitConformalClassifier(LogisticRegression(), alpha=0.2)
+    cp = SplitConformalClassifier(LogisticRegression(), confidence_level=0.8, calibration_size=None)
     with pytest.raises(NotFittedError):
-        cp.calibrate(X, y)
+        cp.conformalize(X, y)
     with pytest.raises(NotFittedError):
-        cp.predict_sets(X)
+        cp.predict_set(X)
     cp.fit(X, y)
+    with pytest.raises(NotFittedError, match="conformalize"):
+        cp.predict_set(X)  # calibration_size=None: fit does not conformalize
     with pytest.raises(ValueError, match="not among the classes"):
-        cp.calibrate(X[:3], np.array(["a", "b", "z"]))
+        cp.conformalize(X[:3], np.array(["a", "b", "z"]))
     Xi, yi = X, np.arange(30) % 3
-    cpi = SplitConformalClassifier(LogisticRegression(), alpha=0.2).fit(Xi, yi)
-    with pytest.raises(ValueError, match=r"y_cal must be class indices in \[0, 3\)"):
-        cpi.calibrate(Xi[:3], np.array([0, 1, 3]))
+    cpi = SplitConformalClassifier(LogisticRegression(), confidence_level=0.8, calibration_size=None).fit(Xi, yi)
+    with pytest.raises(ValueError, match=r"y_conformalize must be class indices in \[0, 3\)"):
+        cpi.conformalize(Xi[:3], np.array([0, 1, 3]))
     with pytest.raises(NotFittedError, match="prefit"):
-        SplitConformalClassifier(LogisticRegression(), prefit=True).calibrate(X, y)
-    with pytest.raises(ValueError, match="score"):
-        SplitConformalClassifier(LogisticRegression(), score="thr").fit(X, y)
+        SplitConformalClassifier(LogisticRegression(), prefit=True).conformalize(X, y)
+    with pytest.raises(ValueError, match="conformity_score"):
+        SplitConformalClassifier(LogisticRegression(), conformity_score="thr").fit(X, y)
     with pytest.raises(TypeError, match="predict_proba"):
         SplitConformalClassifier(object()).fit(X, y)
     with pytest.raises(TypeError, match="lam"):
@@ -192,6 +194,36 @@ def test_wrapper_labels_outside_classes_and_order_of_calls():
         SplitConformalClassifier(LogisticRegression(), k_reg=1.5).fit(X, y)
     with pytest.raises(TypeError, match="randomized"):
         SplitConformalClassifier(LogisticRegression(), randomized="yes").fit(X, y)
+    with pytest.raises(ValueError, match="calibration_size"):
+        SplitConformalClassifier(LogisticRegression(), calibration_size=1.5).fit(X, y)
+    with pytest.raises(TypeError, match="confidence_level"):
+        SplitConformalClassifier(LogisticRegression(), confidence_level="0.9").fit(X, y)
+
+
+def test_small_calibration_set_warns_and_gives_full_sets():
+    """At level 0.9 split conformal needs n >= 9; with 8 calibration points qhat = +inf (all-label sets), and
+    the user is told so instead of getting trivial sets silently."""
+    from icml24.conformal import SmallCalibrationWarning, min_calibration_size
+
+    assert [min_calibration_size(c) for c in (0.5, 0.8, 0.9, 0.95, 0.99)] == [1, 4, 9, 19, 99]
+    for level in (0.8, 0.9, 0.95):
+        n = min_calibration_size(level)
+        assert math.isinf(conformal_quantile(np.arange(n - 1.0), 1 - level)) if n > 1 else True
+        assert math.isfinite(conformal_quantile(np.arange(float(n)), 1 - level))
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    cp = SplitConformalClassifier(clf, confidence_level=0.9, prefit=True)
+    with pytest.warns(SmallCalibrationWarning, match="at least 9"):
+        cp.conformalize(X[:8], y[:8])
+    assert cp.predict_set(X[8:]).all()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallCalibrationWarning)
+        cp.conformalize(X[:9], y[:9])
+    assert not cp.predict_set(X[9:]).all()
 
 
 def test_raps_parameter_checks():

@@ -59,8 +59,8 @@ def test_lac_same_quantile_and_sets_as_mapie(alpha, seed):
     assert qhat == pytest.approx(float(m._mapie_classifier.conformity_score_function_.quantiles_[0]), abs=1e-12)
     np.testing.assert_array_equal(prediction_sets(lac_scores(probs[n:]), qhat), m_sets[:, :, 0])
     # the wrapper gives the same sets
-    ours = SplitConformalClassifier(est, alpha=alpha, prefit=True).calibrate(X[:n], y[:n])
-    np.testing.assert_array_equal(ours.predict_sets(X[n:]), m_sets[:, :, 0])
+    ours = SplitConformalClassifier(est, confidence_level=1 - alpha, prefit=True).conformalize(X[:n], y[:n])
+    np.testing.assert_array_equal(ours.predict_set(X[n:]), m_sets[:, :, 0])
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.2])

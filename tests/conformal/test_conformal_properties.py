@@ -139,16 +139,17 @@ def test_lac_and_aps_equivariant_to_class_permutation(data, rnd):
 
 
 def test_wrapper_is_a_sklearn_estimator_and_deterministic():
-    cp = SplitConformalClassifier(LogisticRegression(C=0.5), alpha=0.2, score="raps", lam=0.1, randomized=True,
+    cp = SplitConformalClassifier(LogisticRegression(C=0.5), confidence_level=0.8, conformity_score="raps", lam=0.1,
+                                  randomized=True, calibration_size=None,
                                   random_state=3)
     params = cp.get_params()
-    assert params["alpha"] == 0.2 and params["score"] == "raps" and params["estimator__C"] == 0.5
+    assert params["confidence_level"] == 0.8 and params["conformity_score"] == "raps" and params["estimator__C"] == 0.5
     twin = clone(cp)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 4))
     y = (X[:, 0] + rng.normal(size=200) > 0).astype(int) + (X[:, 1] > 1)
-    a = cp.fit(X[:80], y[:80]).calibrate(X[80:140], y[80:140]).predict_sets(X[140:])
-    b = twin.fit(X[:80], y[:80]).calibrate(X[80:140], y[80:140]).predict_sets(X[140:])
+    a = cp.fit(X[:80], y[:80]).conformalize(X[80:140], y[80:140]).predict_set(X[140:])
+    b = twin.fit(X[:80], y[:80]).conformalize(X[80:140], y[80:140]).predict_set(X[140:])
     np.testing.assert_array_equal(a, b)
     assert a.shape == (60, 3) and a.dtype == bool
     assert cp.n_calibration_ == 60 and np.isfinite(cp.qhat_)

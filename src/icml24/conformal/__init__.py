@@ -13,11 +13,12 @@ from icml24.conformal.metrics import (
     size_stratified_coverage,
     size_stratified_coverage_violation,
 )
-from icml24.conformal.predictor import SplitConformalClassifier
+from icml24.conformal.predictor import SmallCalibrationWarning, SplitConformalClassifier, min_calibration_size
 from icml24.conformal.scores import SCORES, aps_scores, lac_scores, raps_scores, score_function
 
 __all__ = [
     "SCORES",
+    "SmallCalibrationWarning",
     "SplitConformalClassifier",
     "StratifiedCoverage",
     "aps_scores",
@@ -31,6 +32,7 @@ __all__ = [
     "lac_scores",
     "marginal_coverage",
     "mean_set_size",
+    "min_calibration_size",
     "prediction_sets",
     "raps_scores",
     "score_function",

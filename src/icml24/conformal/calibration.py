@@ -14,6 +14,7 @@ gives the guarantee and ``qhat = +inf`` (every label is in every set).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -76,11 +77,15 @@ def prediction_sets(score_matrix: np.ndarray, qhat: float, *, allow_empty: bool 
             shows an empty set. This can only raise coverage.
     """
     S = np.asarray(score_matrix)
+    if S.dtype == object or not (np.issubdtype(S.dtype, np.number) or S.dtype == np.bool_):
+        raise TypeError(f"score_matrix must be a numeric array (n_samples, n_classes), got dtype {S.dtype}")
     if S.ndim != 2:
         raise ValueError(f"score_matrix must be 2-D (n_samples, n_classes), got shape {S.shape}")
-    q = float(qhat)
-    if math.isnan(q):
-        raise ValueError("qhat is NaN")
+    if np.isnan(S).any():
+        # NaN <= qhat is False: a NaN score would silently drop its label and lose coverage.
+        bad = int(np.flatnonzero(np.isnan(S).any(axis=1))[0])
+        raise ValueError(f"score_matrix contains NaN (first in row {bad}); a NaN score has no place in a set")
+    q = _check_qhat(qhat)
     sets = S <= q
     if not allow_empty and sets.shape[0] and sets.shape[1]:
         empty = ~sets.any(axis=1)
@@ -94,7 +99,7 @@ def sets_from_probs(
     probs: np.ndarray,
     qhat: float,
     *,
-    score: str = "lac",
+    score: str,
     lam: float = 0.01,
     k_reg: int = 5,
     randomized: bool = False,
@@ -110,14 +115,19 @@ def sets_from_probs(
     ``p > t`` plus, among labels tied at ``t`` (the ``m``-th largest probability), the lowest class
     indices, exactly as the stable ranking of the score functions orders them. Rows are processed in
     cache-sized blocks. The same ``rng`` draws the same ``U`` as the score functions.
+
+    ``score`` (with ``lam``, ``k_reg`` and ``randomized``) must be the score that produced ``qhat``: a
+    threshold is only a conformal threshold for the score it was calibrated on, so there is no default.
     """
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    if not isinstance(score, str) or score not in SCORES:
+        raise ValueError(f"score must be the name of the score that produced qhat, one of {SCORES}, got {score!r}")
     p = as_probs_array(probs)
     lam, k_reg = check_raps_params(lam, k_reg)
-    q = float(qhat)
-    if math.isnan(q):
-        raise ValueError("qhat is NaN")
+    q = _check_qhat(qhat)
+    if not isinstance(randomized, (bool, np.bool_)):
+        raise TypeError(f"randomized must be a bool, got {randomized!r}")
+    if not isinstance(allow_empty, (bool, np.bool_)):
+        raise TypeError(f"allow_empty must be a bool, got {allow_empty!r}")
     n, n_classes = p.shape
     out = np.empty((n, n_classes), dtype=bool)
     u = check_rng(rng).random(n) if (randomized and score != "lac") else None
@@ -138,6 +148,16 @@ def sets_from_probs(
         else:
             out[sl] = _ranked_prefix_sets(blk, q, None if u is None else u[sl], penalty, allow_empty)
     return out
+
+
+def _check_qhat(qhat: object) -> float:
+    """``qhat`` as a float: a real number, ``+inf`` allowed (every label), NaN refused."""
+    if isinstance(qhat, (bool, np.bool_)) or not isinstance(qhat, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"qhat must be a real number (a conformal threshold), got {type(qhat).__name__}")
+    q = float(qhat)
+    if math.isnan(q):
+        raise ValueError("qhat is NaN: it must be a conformal threshold (a real number or +inf)")
+    return q
 
 
 def _lac_cut(q: float, dtype: np.dtype) -> np.floating:

@@ -1,68 +1,122 @@
-"""A scikit-learn style split conformal classifier around any classifier with ``predict_proba``.
+"""A scikit-learn split conformal classifier around any classifier with ``predict_proba``.
 
 Split conformal prediction (Papadopoulos et al., 2002; Vovk et al., 2005; see Angelopoulos & Bates,
 https://arxiv.org/abs/2107.07511): fit a classifier on training data, compute the nonconformity scores of
 the true labels on a held-out calibration set, take their finite-sample quantile ``qhat``
 (:func:`~icml24.conformal.calibration.conformal_quantile`), and return for a new input every label whose
-score is ``<= qhat``. The sets cover the true label with probability ``>= 1 - alpha`` for exchangeable
-data, whatever the classifier.
+score is ``<= qhat``. The sets cover the true label with probability ``>= confidence_level`` for
+exchangeable data, whatever the classifier.
 
-The API is staged like MAPIE's and refuses calls out of order: ``fit`` (or ``prefit=True``), then
-``calibrate``, then ``predict_sets``.
+Two ways to use it:
+
+* scikit-learn's one-call ``fit(X, y)``: a clone of ``estimator`` is fitted on a ``1 - calibration_size``
+  share of (X, y) and conformalized on the rest, so ``cross_val_score``, ``GridSearchCV`` and ``Pipeline``
+  work (they call ``fit`` and then ``score``).
+* MAPIE 1.x's staged flow: ``fit(X_train, y_train)`` with ``calibration_size=None`` (fit on all of it), or
+  ``prefit=True``, then ``conformalize(X_cal, y_cal)``, then ``predict_set(X)``. Calls out of order raise.
+
+Names follow MAPIE 1.x (``mapie.classification.SplitConformalClassifier``) where the concept is the same:
+``confidence_level`` (= 1 - alpha), ``conformity_score``, ``prefit``, ``conformalize``, ``predict_set``.
+Differences: our ``predict_set(X)`` returns only the boolean (n, n_classes) sets (MAPIE returns
+``(y_pred, sets)`` with a third axis over confidence levels; ours takes one level); ``confidence_level`` is
+one float; ``fit`` holds out a calibration share unless ``calibration_size=None``.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import warnings
+
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from icml24.conformal._validation import check_alpha, check_labels, check_rng
-from icml24.conformal.calibration import conformal_quantile, sets_from_probs
+from icml24.conformal.calibration import conformal_quantile, conformal_rank, sets_from_probs
 from icml24.conformal.scores import SCORES, aps_scores, check_raps_params, lac_scores, raps_scores
 
-__all__ = ["SplitConformalClassifier"]
+__all__ = ["SmallCalibrationWarning", "SplitConformalClassifier", "min_calibration_size"]
 
 
-class SplitConformalClassifier(BaseEstimator):
+class SmallCalibrationWarning(UserWarning):
+    """The calibration set is too small for the requested level: ``qhat = +inf`` and every set holds every
+    label (the guarantee then holds trivially)."""
+
+
+def min_calibration_size(confidence_level: float) -> int:
+    """The smallest calibration size ``n`` with ``ceil((n + 1) * confidence_level) <= n``, i.e. the smallest
+    ``n`` for which split conformal gives a finite threshold (``n >= confidence_level / (1 - confidence_level)``;
+    9 at 0.9, 19 at 0.95, 99 at 0.99)."""
+    alpha = check_alpha(1.0 - _check_level(confidence_level))
+    n = max(1, math.floor((1.0 - alpha) / alpha) - 1)
+    while conformal_rank(n, alpha) > n:
+        n += 1
+    return n
+
+
+def _check_level(confidence_level: object) -> float:
+    if isinstance(confidence_level, (bool, np.bool_)) or not isinstance(confidence_level, numbers.Real):
+        raise TypeError(
+            f"confidence_level must be a real number in (0, 1), got {type(confidence_level).__name__}"
+        )
+    value = float(confidence_level)
+    if not math.isfinite(value) or not 0.0 < value < 1.0:
+        raise ValueError(f"confidence_level must be in the open interval (0, 1), got {confidence_level!r}")
+    return value
+
+
+class SplitConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Split conformal prediction sets for any classifier with ``predict_proba``.
 
     Args:
-        estimator: a scikit-learn style classifier with ``fit``, ``predict_proba`` and ``classes_``.
-        alpha: target miscoverage; sets cover the true label with probability >= ``1 - alpha``.
-        score: ``"lac"`` (1 - p_y), ``"aps"`` or ``"raps"`` (see :mod:`icml24.conformal.scores`).
-        prefit: the estimator is already fitted; ``fit`` does not refit it and ``calibrate`` may be called
-            directly.
+        estimator: a scikit-learn classifier with ``fit``, ``predict_proba`` and ``classes_``
+            (default: ``LogisticRegression()``, as in MAPIE).
+        confidence_level: target coverage ``1 - alpha``; sets cover the true label with probability
+            ``>= confidence_level`` over exchangeable calibration and test data.
+        conformity_score: ``"lac"`` (1 - p_y), ``"aps"`` or ``"raps"`` (see :mod:`icml24.conformal.scores`).
+        prefit: the estimator is already fitted: ``fit(X, y)`` conformalizes on all of (X, y), and
+            ``conformalize`` may be called directly.
+        calibration_size: share of ``fit``'s data held out for conformalization (stratified when every class
+            has two samples); ``None``: ``fit`` fits the estimator on all of it and ``conformalize`` must
+            follow (MAPIE's flow). Ignored when ``prefit``.
         lam: RAPS penalty per rank beyond ``k_reg``.
         k_reg: RAPS number of unpenalised top ranks.
         randomized: randomised APS/RAPS scores (exact rather than conservative coverage; sets may be
             empty unless ``allow_empty=False``).
         allow_empty: if False, an empty set is replaced by the model's top label.
-        random_state: seed for the randomised scores. ``calibrate`` reseeds the generator; each
-            ``predict_sets`` call then draws fresh ``U``'s, so repeated calls on the same inputs may differ
-            (the coverage guarantee is over that randomness).
+        random_state: seed of the calibration split and of the randomised scores. ``conformalize`` reseeds
+            the generator; each ``predict_set`` call then draws fresh ``U``'s, so repeated calls on the same
+            inputs may differ (the coverage guarantee is over that randomness).
 
-    Fitted attributes: ``estimator_``, ``classes_``, ``n_classes_``, ``calibration_scores_``,
-    ``n_calibration_``, ``qhat_``.
+    A calibration set smaller than :func:`min_calibration_size` (9 at level 0.9) gives ``qhat_ = +inf``:
+    every set is every label, and a :class:`SmallCalibrationWarning` says so.
+
+    Fitted attributes: ``estimator_``, ``classes_``, ``n_classes_``, ``n_features_in_``,
+    ``calibration_scores_``, ``n_calibration_``, ``qhat_``, ``alpha_`` (= 1 - confidence_level).
 
     Example:
         >>> from sklearn.datasets import load_digits
         >>> from sklearn.linear_model import LogisticRegression
         >>> X, y = load_digits(return_X_y=True)
-        >>> cp = SplitConformalClassifier(LogisticRegression(max_iter=500), alpha=0.1)
-        >>> sets = cp.fit(X[:800], y[:800]).calibrate(X[800:1300], y[800:1300]).predict_sets(X[1300:])
+        >>> cp = SplitConformalClassifier(LogisticRegression(max_iter=500), confidence_level=0.9, prefit=False,
+        ...                               calibration_size=None)
+        >>> sets = cp.fit(X[:800], y[:800]).conformalize(X[800:1300], y[800:1300]).predict_set(X[1300:])
         >>> sets.shape
         (497, 10)
     """
 
     def __init__(
         self,
-        estimator,
+        estimator=None,
         *,
-        alpha: float = 0.1,
-        score: str = "lac",
+        confidence_level: float = 0.9,
+        conformity_score: str = "lac",
         prefit: bool = False,
+        calibration_size: float | None = 0.25,
         lam: float = 0.01,
         k_reg: int = 5,
         randomized: bool = False,
@@ -70,9 +124,10 @@ class SplitConformalClassifier(BaseEstimator):
         random_state: int | None = None,
     ) -> None:
         self.estimator = estimator
-        self.alpha = alpha
-        self.score = score
+        self.confidence_level = confidence_level
+        self.conformity_score = conformity_score
         self.prefit = prefit
+        self.calibration_size = calibration_size
         self.lam = lam
         self.k_reg = k_reg
         self.randomized = randomized
@@ -81,40 +136,69 @@ class SplitConformalClassifier(BaseEstimator):
 
     # ------------------------------------------------------------------ stages
     def fit(self, X, y) -> SplitConformalClassifier:
-        """Fit a clone of ``estimator`` on (X, y); with ``prefit=True`` only check that it is fitted."""
+        """Fit and (unless ``calibration_size=None``) conformalize.
+
+        ``prefit=False``: fit a clone of ``estimator`` on a ``1 - calibration_size`` share of (X, y) and
+        conformalize on the rest (with ``calibration_size=None``: fit on all of it, no conformalization).
+        ``prefit=True``: check that ``estimator`` is fitted and conformalize on all of (X, y).
+        """
         self._check_params()
+        y = column_or_1d(y, warn=True)
         if self.prefit:
             self._use_prefit()
-        else:
-            self.estimator_ = clone(self.estimator).fit(X, y)
+            return self.conformalize(X, y)
+        for attr in ("qhat_", "calibration_scores_", "n_calibration_", "rng_"):
+            self.__dict__.pop(attr, None)
+        if self.calibration_size is None:
+            self.estimator_ = clone(self._base()).fit(X, y)
             self._set_classes()
-        return self
+            return self
+        X_fit, X_cal, y_fit, y_cal = self._split(X, y)
+        self.estimator_ = clone(self._base()).fit(X_fit, y_fit)
+        self._set_classes()
+        return self.conformalize(X_cal, y_cal)
 
-    def calibrate(self, X_cal, y_cal) -> SplitConformalClassifier:
-        """Compute the calibration scores of the true labels and the threshold ``qhat_``."""
+    def conformalize(self, X_conformalize, y_conformalize) -> SplitConformalClassifier:
+        """Compute the calibration scores of the true labels and the threshold ``qhat_`` (MAPIE 1.x's
+        ``conformalize``). Warns with :class:`SmallCalibrationWarning` when the set is too small for the
+        level."""
         self._check_params()
         if not hasattr(self, "estimator_"):
             if not self.prefit:
-                raise NotFittedError("call fit(X, y) before calibrate, or pass prefit=True with a fitted estimator")
+                raise NotFittedError("call fit(X, y) before conformalize, or pass prefit=True with a fitted estimator")
             self._use_prefit()
-        y_idx = self._encode(y_cal)
-        probs = self.estimator_.predict_proba(X_cal)
+        y_idx = self._encode(y_conformalize)
+        probs = self.estimator_.predict_proba(X_conformalize)
         if probs.shape[0] == 0:
-            raise ValueError("the calibration set is empty: calibrate needs at least one sample")
+            raise ValueError("the calibration set is empty: conformalize needs at least one sample")
+        if probs.shape[0] != y_idx.shape[0]:
+            raise ValueError(
+                f"X_conformalize has {probs.shape[0]} samples but y_conformalize has {y_idx.shape[0]}"
+            )
+        self.alpha_ = 1.0 - _check_level(self.confidence_level)
         self.rng_ = check_rng(self.random_state)
         self.calibration_scores_ = self._scores(probs, y_idx)
         self.n_calibration_ = int(self.calibration_scores_.shape[0])
-        self.qhat_ = conformal_quantile(self.calibration_scores_, self.alpha)
+        self.qhat_ = conformal_quantile(self.calibration_scores_, self.alpha_)
+        if math.isinf(self.qhat_):
+            warnings.warn(
+                f"{self.n_calibration_} calibration samples are too few for confidence_level="
+                f"{self.confidence_level}: split conformal needs at least "
+                f"{min_calibration_size(self.confidence_level)}, so every prediction set holds every label",
+                SmallCalibrationWarning,
+                stacklevel=2,
+            )
         return self
 
-    def predict_sets(self, X) -> np.ndarray:
-        """Boolean (n, n_classes) prediction sets; column ``k`` is ``classes_[k]``."""
-        check_is_fitted(self, "qhat_", msg="call calibrate(X_cal, y_cal) before predict_sets")
+    def predict_set(self, X) -> np.ndarray:
+        """Boolean (n, n_classes) prediction sets; column ``k`` is ``classes_[k]`` (MAPIE's ``predict_set``
+        returns ``(y_pred, sets[:, :, levels])``: see the module docstring)."""
+        check_is_fitted(self, "qhat_", msg="call conformalize(X_cal, y_cal) (or fit) before predict_set")
         probs = self.estimator_.predict_proba(X)
         return sets_from_probs(
             probs,
             self.qhat_,
-            score=self.score,
+            score=self.conformity_score,
             lam=self.lam,
             k_reg=self.k_reg,
             randomized=self.randomized,
@@ -128,27 +212,75 @@ class SplitConformalClassifier(BaseEstimator):
         return self.estimator_.predict_proba(X)
 
     def predict(self, X) -> np.ndarray:
-        """The wrapped estimator's point predictions (its top label)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        """The wrapped estimator's point predictions (its top label), as MAPIE's ``predict``."""
+        probs = self.predict_proba(X)
+        return self.classes_[np.argmax(probs, axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Size-penalised coverage ``coverage - mean_set_size / n_classes`` on (X, y); higher is better.
+
+        It is 0 for the trivial predictors (every set every label, or every set empty), ``1 - 1/n_classes``
+        for singleton sets that always hold the true label, and, at a fixed ``confidence_level`` (where
+        conformal coverage is about the level whatever the model), it ranks models by how small their sets
+        are: what ``GridSearchCV``/``cross_val_score`` should select on. Plain coverage is
+        ``icml24.conformal.marginal_coverage(self.predict_set(X), y_encoded)``. ``sample_weight`` weights
+        both terms.
+        """
+        sets = self.predict_set(X)
+        y_idx = self._encode(column_or_1d(y, warn=True), name="y")
+        if y_idx.shape[0] != sets.shape[0]:
+            raise ValueError(f"X has {sets.shape[0]} samples but y has {y_idx.shape[0]}")
+        hit = sets[np.arange(sets.shape[0]), y_idx].astype(float)
+        size = sets.sum(axis=1) / self.n_classes_
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        return float(np.average(hit - size, weights=w))
+
+    def __sklearn_tags__(self):
+        # Input tags come from the wrapped estimator (sparse input, NaN): it is the one that reads X.
+        tags = super().__sklearn_tags__()
+        from sklearn.utils import get_tags
+
+        base = get_tags(self._base())
+        tags.input_tags.sparse = base.input_tags.sparse
+        tags.input_tags.allow_nan = base.input_tags.allow_nan
+        return tags
 
     # ------------------------------------------------------------------ helpers
+    def _base(self):
+        return LogisticRegression() if self.estimator is None else self.estimator
+
     def _check_params(self) -> None:
-        check_alpha(self.alpha)
-        if self.score not in SCORES:
-            raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
-        if not hasattr(self.estimator, "predict_proba"):
+        _check_level(self.confidence_level)
+        if self.conformity_score not in SCORES:
+            raise ValueError(f"conformity_score must be one of {SCORES}, got {self.conformity_score!r}")
+        if not hasattr(self._base(), "predict_proba"):
             raise TypeError(f"estimator must have predict_proba, got {type(self.estimator).__name__}")
         check_raps_params(self.lam, self.k_reg)
         for name in ("prefit", "randomized", "allow_empty"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        cs = self.calibration_size
+        if cs is not None:
+            if isinstance(cs, (bool, np.bool_)) or not isinstance(cs, numbers.Real):
+                raise TypeError(f"calibration_size must be a float in (0, 1) or None, got {type(cs).__name__}")
+            if not (math.isfinite(float(cs)) and 0.0 < float(cs) < 1.0):
+                raise ValueError(f"calibration_size must be in the open interval (0, 1) or None, got {cs!r}")
+
+    def _split(self, X, y):
+        n = len(y)
+        if n < 2:
+            raise ValueError(f"fit needs at least 2 samples to hold out a calibration share, got n_samples = {n}")
+        _, counts = np.unique(y, return_counts=True)
+        n_cal = max(1, round(float(self.calibration_size) * n))
+        stratify = y if counts.min() >= 2 and counts.size <= min(n_cal, n - n_cal) else None
+        return train_test_split(X, y, test_size=n_cal, random_state=self.random_state, stratify=stratify)
 
     def _use_prefit(self) -> None:
         try:
-            check_is_fitted(self.estimator)
+            check_is_fitted(self._base())
         except NotFittedError as exc:
             raise NotFittedError("prefit=True but the estimator is not fitted") from exc
-        self.estimator_ = self.estimator
+        self.estimator_ = self._base()
         self._set_classes()
 
     def _set_classes(self) -> None:
@@ -157,32 +289,41 @@ class SplitConformalClassifier(BaseEstimator):
             raise TypeError("the estimator must expose classes_ after fitting")
         self.classes_ = np.asarray(classes)
         self.n_classes_ = int(self.classes_.shape[0])
+        if hasattr(self.estimator_, "n_features_in_"):
+            self.n_features_in_ = self.estimator_.n_features_in_
+        if hasattr(self.estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.estimator_.feature_names_in_
         # classes 0..K-1 (the common case): labels are already column indices, no lookup needed
         self._classes_are_indices = bool(
             np.issubdtype(self.classes_.dtype, np.integer) and np.array_equal(self.classes_, np.arange(self.n_classes_))
         )
 
-    def _encode(self, y) -> np.ndarray:
+    def _encode(self, y, name: str = "y_conformalize") -> np.ndarray:
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1:
-            raise ValueError(f"y_cal must be 1-D, got shape {y.shape}")
+            raise ValueError(f"{name} must be 1-D, got shape {y.shape}")
         if y.shape[0] == 0:
-            raise ValueError("the calibration set is empty: calibrate needs at least one sample")
+            raise ValueError("the calibration set is empty: conformalize needs at least one sample")
         if self._classes_are_indices and np.issubdtype(y.dtype, np.integer):
-            return check_labels(y, self.n_classes_, name="y_cal")
+            return check_labels(y, self.n_classes_, name=name)
         order = np.argsort(self.classes_)
         sorted_classes = self.classes_[order]
-        pos = np.clip(np.searchsorted(sorted_classes, y), 0, self.n_classes_ - 1)
+        try:
+            pos = np.clip(np.searchsorted(sorted_classes, y), 0, self.n_classes_ - 1)
+        except TypeError as exc:
+            raise ValueError(f"{name} contains labels not comparable with the classes {self.classes_.tolist()}") from exc
         unknown = sorted_classes[pos] != y
         if unknown.any():
             bad = np.unique(y[unknown])[:5].tolist()
-            raise ValueError(f"y_cal contains labels not among the classes {self.classes_.tolist()}: {bad}")
+            raise ValueError(f"{name} contains labels not among the classes {self.classes_.tolist()}: {bad}")
         return order[pos]
 
     def _scores(self, probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
         rng = self.rng_ if self.randomized else None
-        if self.score == "lac":
+        if self.conformity_score == "lac":
             return lac_scores(probs, labels)
-        if self.score == "aps":
+        if self.conformity_score == "aps":
             return aps_scores(probs, labels, randomized=self.randomized, rng=rng)
         return raps_scores(probs, labels, lam=self.lam, k_reg=self.k_reg, randomized=self.randomized, rng=rng)

@@ -100,10 +100,21 @@ def test_loader_reads_a_folder(tmp_path):
         load_trial_results(tmp_path)
 
 
-def test_find_trial_folder_absent(tmp_path, monkeypatch):
+def test_find_trial_folder_absent_and_bundled(tmp_path, monkeypatch):
+    from icml24.conformal.conformal_decision_sets.trial_data import BUNDLED_DATA
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ICML24_HITL_DATA", raising=False)
-    assert find_trial_folder(tmp_path / "nope") is None
+    with pytest.raises(FileNotFoundError, match="path"):
+        find_trial_folder(tmp_path / "nope")  # a wrong folder the user named is an error, not a fallback
+    assert find_trial_folder(None) == BUNDLED_DATA
+    assert find_trial_folder(None, bundled=False) is None
+    assert (BUNDLED_DATA / "LICENSE").is_file() and (BUNDLED_DATA / "ATTRIBUTION.md").is_file()
+    monkeypatch.setenv("ICML24_HITL_DATA", str(tmp_path / "nope"))
+    with pytest.raises(FileNotFoundError, match="ICML24_HITL_DATA"):
+        find_trial_folder(None)
+    with pytest.raises(TypeError, match="path"):
+        find_trial_folder(3)
 
 
 # The released trial results (MIT): reproduce the notes' table to 2 decimals when the folder is available.
@@ -115,10 +126,7 @@ EXPECTED = {  # task: (topk mean, topk sd, conformal mean, conformal sd, one-sid
 
 
 def test_reanalysis_of_the_real_trial():
-    folder = find_trial_folder(None) or find_trial_folder("/work/shared/data/hitl-conformal")
-    if folder is None:
-        pytest.skip("trial data not available (set ICML24_HITL_DATA)")
-    table = load_trial_results(folder)
+    table = load_trial_results(find_trial_folder(None, bundled=True))
     summ = {(s.task, s.arm): s for s in arm_summaries(table)}
     for task, (tm, tsd, cm, csd, p) in EXPECTED.items():
         n_q = N_QUESTIONS[task]

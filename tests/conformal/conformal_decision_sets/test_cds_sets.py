@@ -44,8 +44,17 @@ def test_smallest_k_for_alpha_brute_force(seed, alpha):
     p, y = _probs(seed, n=80, k=6)
     k = smallest_k_for_alpha(p, y, alpha)
     covs = [topk_coverage(p, y, j) for j in range(1, 7)]
-    assert covs[k - 1] >= 1 - alpha - 1e-12
-    assert k == 1 or covs[k - 2] < 1 - alpha
+    assert covs[k - 1] > 1 - alpha  # strictly, as the official compute_k_empirically
+    assert k == 1 or covs[k - 2] <= 1 - alpha
+
+
+def test_smallest_k_for_alpha_is_strict_at_equality():
+    """Top-1 coverage exactly 0.75 and alpha = 0.25: the official code needs accuracy > 1 - alpha, so k = 2."""
+    p = np.array([[0.6, 0.3, 0.1]] * 4)
+    y = np.array([0, 0, 0, 1])
+    assert topk_coverage(p, y, 1) == 0.75
+    assert smallest_k_for_alpha(p, y, 0.25) == 2
+    assert smallest_k_for_alpha(p, y, 0.26) == 1
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])

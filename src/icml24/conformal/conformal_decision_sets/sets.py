@@ -81,8 +81,9 @@ def topk_coverage(probs: np.ndarray, labels: np.ndarray, k: int) -> float:
 
 
 def smallest_k_for_alpha(probs: np.ndarray, labels: np.ndarray, alpha: float) -> int:
-    """The other matching direction of the official code: fix ``alpha`` and take the smallest ``k`` whose
-    calibration coverage is at least ``1 - alpha``."""
+    """The other matching direction of the official code (``naive.py``, ``compute_k_empirically``): fix
+    ``alpha`` and take the smallest ``k`` whose calibration coverage *exceeds* ``1 - alpha`` (strictly, as
+    the official code; ``K`` when none does, which cannot happen here since top-K coverage is 1)."""
     alpha = check_alpha(alpha)
     p = check_probs(probs)
     y = check_labels(labels, p.shape[1], n_samples=p.shape[0])
@@ -90,7 +91,8 @@ def smallest_k_for_alpha(probs: np.ndarray, labels: np.ndarray, alpha: float) ->
     p_y = p[np.arange(len(y)), y]
     rank = (p > p_y[:, None]).sum(1) + ((p == p_y[:, None]) & (np.arange(p.shape[1]) < y[:, None])).sum(1) + 1
     cov = np.cumsum(np.bincount(rank, minlength=p.shape[1] + 1)[1:]) / len(y)
-    return int(np.argmax(cov >= 1 - alpha - 1e-12) + 1)
+    above = cov > 1.0 - alpha
+    return int(np.argmax(above) + 1) if above.any() else int(p.shape[1])
 
 
 def display_order(sets: np.ndarray) -> list[list[int]]:
@@ -114,11 +116,16 @@ class CoverageMatchedSets(BaseEstimator):
         randomized: randomised RAPS scores, as in the official code.
         allow_empty: the trial never showed an empty set (False).
         match: how the two set types are matched. ``"alpha"``: the paper's flow, ``alpha = 1 - c_k`` and the
-            usual conformal quantile of the scores; with ``allow_empty=False`` the displayed sets then
-            over-cover (every would-be empty set gets the top label, which is often right). ``"coverage"``:
-            the threshold is the smallest that gives the *displayed* sets a calibration coverage of at least
-            ``c_k``, so both arms show sets of the same empirical coverage and differ only in how their sizes
-            vary.
+            usual conformal quantile of the scores (``quantile_rule``): the sets keep the conformal guarantee
+            ``P(y in C(x)) >= 1 - alpha`` on new data; with ``allow_empty=False`` the displayed sets then
+            over-cover (every would-be empty set gets the top label, which is often right). ``"coverage"``
+            (default, what the simulated trial needs): the threshold is the smallest that gives the
+            *displayed* sets a calibration coverage of at least ``c_k``, so both arms show sets of the same
+            empirical coverage and differ only in how their sizes vary. **This in-sample threshold has no
+            conformal guarantee**: it is an empirical quantile of the calibration scores without the
+            ``(n + 1)`` correction, fitted to the very points it is checked on, so test coverage may fall
+            below ``c_k`` (by about ``1 / n`` in expectation, more for small ``n``). Use ``match="alpha"``
+            when the sets must be valid conformal sets.
         quantile_rule: for ``match="alpha"``: ``"finite_sample"`` (rank ``ceil((n+1)(1-alpha))``) or
             ``"higher"`` (the official code's ``np.quantile(..., method="higher")``).
         random_state: seed of the randomised scores.
