@@ -45,8 +45,6 @@ KNOWN_MISSING = {
     "sapg",
     "advised-rflvm",
     "kep-svgp",
-    "bloop",
-    "lp-coresets",
     "size-invariant-sod",
     "platonic-representation",
 }

@@ -179,8 +179,7 @@ class GradientSurgery(torch.optim.Optimizer):
         """
         params = self.params()
         for name, g in (("g_main", g_main), ("g_aux", g_aux)):
-            if isinstance(g, torch.Tensor) or not isinstance(g, Sequence):
-                raise TypeError(f"{name} must be a list of tensors (one per parameter), got {type(g).__name__}")
+            D.check_grads(g, name)
             if len(g) != len(params):
                 raise ValueError(f"{name} must have one tensor per parameter ({len(params)}), got {len(g)}")
             for i, (t, p) in enumerate(zip(g, params)):

@@ -13,6 +13,7 @@ from icml24.optim.lp_coresets.coreset import (
     p2_worst_case_error,
     residual_mass,
     sample_coreset,
+    sensitivity_mix,
     uniform_probabilities,
     union_of_column_coresets,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "power_mean_rate",
     "residual_mass",
     "sample_coreset",
+    "sensitivity_mix",
     "solve_multi_lp",
     "solve_power_mean",
     "uniform_power_mean",

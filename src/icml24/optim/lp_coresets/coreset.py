@@ -7,18 +7,28 @@ Given ``A in R^{n x d}`` and ``m`` responses ``B in R^{n x m}``, a (strong) core
 rows ``S`` with ``sum_{i in S} w_i ||a_i^T X - b_i||_p^p = (1 +- eps) ||AX - B||_{p,p}^p`` for every ``X``. The
 paper proves sizes ``O~(eps^-2 d)`` (``p < 2``) and ``O~(eps^-p d^{p/2})`` (``p > 2``) independent of ``m``.
 Its proof combines lp Lewis-weight sampling of ``A`` with a sensitivity partition of the rows by residual
-mass; we implement the practical importance-sampling scheme this analysis justifies (theory-inspired, not
-the paper's full multi-stage construction):
+mass; we implement the importance-sampling scheme this analysis justifies (theory-inspired, not the
+paper's full multi-stage construction; the paper's full text was not readable to us, so the sampling
+probabilities below are derived from its ingredients, not copied from a theorem):
 
-    tau = lp Lewis weights of A                       (bounds |a_i^T (X - X0)|^p terms, column by column)
-    r_i = ||B_i - a_i^T X0||_p^p / ||B - A X0||_{p,p}^p   (the residual mass of row i over ALL m columns)
-    q_i = (1 - mix) tau_i / sum(tau) + mix r_i                                  (row sampling distribution)
+    tau_i   = lp Lewis weights of A  (sum = d)
+    sigma_i = d^{max(0, p/2 - 1)} tau_i         (the lp sensitivity bound |a_i^T y|^p <= sigma_i ||A y||_p^p)
+    r_i     = ||B_i - a_i^T X0||_p^p / ||B - A X0||_{p,p}^p   (the residual mass of row i over ALL m columns)
+    s_i     = 2 c_p sigma_i + r_i,   c_p = 2^{max(0, p - 1)}   (row sensitivity bound, see below)
+    q_i     = s_i / sum(s)                                      (row sampling distribution; the default)
 
-with ``X0`` an O(1)-approximate solution computed on a Lewis-sampled pilot set. ``q_i`` upper-bounds the
-row sensitivity ``sup_X |a_i^T X - b_i|_p^p / f(X)`` up to constants *for every m*: that is why the size
-needed does not grow with ``m``. Rows are drawn by Poisson sampling with inclusion probabilities
-``pi_i = min(1, c q_i)``, ``c`` set so that ``sum(pi) = k`` (expected size exactly ``k``), and weights
-``1 / pi_i``: the coreset cost is unbiased for every ``X`` and ``k = n`` keeps every row with weight 1.
+Why ``s_i`` bounds the sensitivity ``sup_X sum_j |a_i^T x_j - B_ij|^p / f(X)`` for every ``m``: write
+``a_i^T x_j - B_ij = a_i^T (x_j - x0_j) - R_ij`` and use ``|u + v|^p <= c_p (|u|^p + |v|^p)``; the first
+term is at most ``sigma_i ||A(x_j - x0_j)||_p^p <= sigma_i c_p (f_j(X) + f_j(X0))`` column by column, and
+summing over the columns with ``f(X0) ~ OPT <= f(X)`` gives ``c_p (2 c_p sigma_i f(X) + ||R_i||_p^p)``,
+i.e. ``c_p s_i f(X)``. The total ``sum(s) = 2 c_p d^{max(1, p/2)} + 1`` does not depend on ``m``: that is
+why the size needed does not grow with ``m``. ``mix=`` (a fixed weight on the residual part,
+``q = (1 - mix) tau / d + mix r``) is kept as an option; ``mix=None`` is the bound above, which puts the
+weight ``1 / (1 + 2 c_p d^{max(1, p/2)})`` on the residual part (0.066 at p = 1.5, 0.011 at p = 3 for d = 5).
+
+Rows are drawn by Poisson sampling with inclusion probabilities ``pi_i = min(1, c q_i)``, ``c`` set so that
+``sum(pi) = k`` (expected size exactly ``k``), and weights ``1 / pi_i``: the coreset cost is unbiased for
+every ``X`` and ``k = n`` keeps every row with weight 1.
 """
 
 from __future__ import annotations
@@ -27,18 +37,48 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml24.optim.lp_coresets._validation import check_k, check_matrix, check_p, check_responses
+from icml24.optim.lp_coresets._validation import (
+    check_distribution,
+    check_int,
+    check_k,
+    check_matrix,
+    check_p,
+    check_real,
+    check_responses,
+    check_rng,
+    check_solution,
+    check_weights,
+)
 from icml24.optim.lp_coresets.lewis import lewis_weights
-from icml24.optim.lp_coresets.regression import lp_cost, solve_multi_lp
+from icml24.optim.lp_coresets.regression import _lp_cost, solve_multi_lp
 
 
 def residual_mass(A: np.ndarray, B: np.ndarray, X0: np.ndarray, p: float) -> np.ndarray:
     """``r_i = ||B_i - a_i^T X0||_p^p / ||B - A X0||_{p,p}^p`` (uniform if the fit is exact)."""
+    A = check_matrix(A, "A")
+    B = check_responses(B, A.shape[0])
+    X0 = check_solution(X0, A.shape[1], B.shape[1], "X0")
+    p = check_p(p)
+    return _residual_mass(A, B, X0, p)
+
+
+def _residual_mass(A: np.ndarray, B: np.ndarray, X0: np.ndarray, p: float) -> np.ndarray:
     row = (np.abs(A @ X0 - B) ** p).sum(axis=1)
     tot = row.sum()
-    if not tot > 0:
+    if not (tot > 0 and np.isfinite(tot)):
         return np.full(len(row), 1.0 / len(row))
     return row / tot
+
+
+def sensitivity_mix(p: float, d: int) -> float:
+    """The residual part's weight in the sensitivity bound ``s_i = 2 c_p sigma_i + r_i`` (module docstring).
+
+    ``1 / (1 + 2 c_p d^{max(1, p/2)})`` with ``c_p = 2^{max(0, p-1)}``: ``q = (1 - mix) tau/d + mix r``.
+    """
+    p = check_p(p)
+    d = check_int(d, "d", lo=1)
+    c_p = 2.0 ** max(0.0, p - 1.0)
+    return 1.0 / (1.0 + 2.0 * c_p * d ** max(1.0, p / 2.0))
 
 
 def coreset_probabilities(
@@ -48,27 +88,31 @@ def coreset_probabilities(
     *,
     X0: np.ndarray | None = None,
     lewis: np.ndarray | None = None,
-    mix: float = 0.5,
+    mix: float | None = None,
 ) -> np.ndarray:
     """The row distribution ``q = (1 - mix) tau / sum(tau) + mix r`` of the module docstring.
 
+    ``mix=None`` (default) is the row-sensitivity bound (:func:`sensitivity_mix` with ``d = sum(tau)``);
     ``X0`` defaults to the full-data lp solution (pass a pilot estimate to avoid a full solve); ``lewis``
     to the lp Lewis weights of ``A``.
     """
     A = check_matrix(A, "A")
     B = check_responses(B, A.shape[0])
     p = check_p(p)
-    if not 0.0 <= mix <= 1.0:
-        raise ValueError(f"mix must be in [0, 1], got {mix}")
-    tau = lewis_weights(A, p, tol=1e-6) if lewis is None else np.asarray(lewis, dtype=float)
-    if tau.shape != (A.shape[0],):
-        raise ValueError(f"lewis must have shape ({A.shape[0]},), got {tau.shape}")
+    if mix is not None:
+        mix = check_real(mix, "mix", lo=0.0, hi=1.0)
+    if lewis is None:
+        tau = lewis_weights(A, p, tol=1e-6)
+    else:
+        tau = check_weights(lewis, A.shape[0], "lewis")
+        if not tau.sum() > 0:
+            raise ValueError("lewis must not be all zero")
     if X0 is None:
         X0 = solve_multi_lp(A, B, max(p, 1.0)).X
-    X0 = np.asarray(X0, dtype=float)
-    if X0.shape != (A.shape[1], B.shape[1]):
-        raise ValueError(f"X0 must have shape ({A.shape[1]}, {B.shape[1]}), got {X0.shape}")
-    q = (1.0 - mix) * tau / tau.sum() + mix * residual_mass(A, B, X0, p)
+    X0 = check_solution(X0, A.shape[1], B.shape[1], "X0")
+    if mix is None:
+        mix = sensitivity_mix(p, max(1, int(round(tau.sum()))))
+    q = (1.0 - mix) * tau / tau.sum() + mix * _residual_mass(A, B, X0, p)
     return q / q.sum()
 
 
@@ -77,9 +121,7 @@ def inclusion_probabilities(q: np.ndarray, k: int) -> np.ndarray:
 
     Rows with ``q_i = 0`` are never included; ``k`` may not exceed the number of rows with ``q_i > 0``.
     """
-    q = np.asarray(q, dtype=float)
-    if q.ndim != 1 or not np.all(np.isfinite(q)) or np.any(q < 0) or not q.sum() > 0:
-        raise ValueError("q must be a 1-D array of finite, nonnegative numbers with a positive sum")
+    q = check_distribution(q)
     k = check_k(k, int(np.count_nonzero(q)))
     return _water_fill(q, float(k))
 
@@ -106,14 +148,26 @@ class Coreset:
     weights: np.ndarray
     """Their weights ``1 / pi_i`` (or ``1 / (k q_i)`` summed over repeats for i.i.d. sampling)."""
 
+    def __post_init__(self) -> None:
+        idx = np.asarray(self.indices)
+        if idx.ndim != 1 or not (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
+            raise TypeError(f"indices must be a 1-D array of ints, got dtype {idx.dtype} and shape {idx.shape}")
+        if np.any(idx < 0) or np.any(np.diff(idx) <= 0):
+            raise ValueError("indices must be nonnegative, sorted and unique")
+        object.__setattr__(self, "indices", idx)
+        object.__setattr__(self, "weights", check_weights(self.weights, len(idx)))
+
     def __len__(self) -> int:
         return len(self.indices)
 
     def cost(self, A: np.ndarray, B: np.ndarray, X: np.ndarray, p: float) -> float:
         """``sum_{i in S} w_i ||a_i^T X - b_i||_p^p`` on the full-data arrays ``A, B``."""
-        Bs = B[self.indices] if B.ndim == 2 else B[self.indices, None]
-        Xm = X if X.ndim == 2 else X[:, None]
-        return lp_cost(A[self.indices], Bs, Xm, p, self.weights)
+        A = check_matrix(A, "A")
+        B = check_responses(B, A.shape[0])
+        if self.indices.size and self.indices[-1] >= A.shape[0]:
+            raise ValueError(f"A has {A.shape[0]} rows but the coreset indexes row {self.indices[-1]}")
+        X = check_solution(X, A.shape[1], B.shape[1])
+        return _lp_cost(A[self.indices], B[self.indices], X, check_p(p), self.weights)
 
 
 def sample_coreset(
@@ -125,15 +179,13 @@ def sample_coreset(
     weight ``1/pi_i`` (unbiased; exact at ``k = n``). ``scheme="iid"``: ``k`` draws with replacement,
     weight ``1/(k q_i)`` per draw (unbiased).
     """
-    rng = np.random.default_rng(rng)
-    q = np.asarray(q, dtype=float)
+    rng = check_rng(rng)
+    q = check_distribution(q)
     if scheme == "poisson":
         pi = inclusion_probabilities(q, k)
         keep = np.flatnonzero(rng.random(len(q)) < pi)
         return Coreset(keep, 1.0 / pi[keep])
     if scheme == "iid":
-        if q.ndim != 1 or not np.all(np.isfinite(q)) or np.any(q < 0) or not q.sum() > 0:
-            raise ValueError("q must be a 1-D array of finite, nonnegative numbers with a positive sum")
         check_k(k, len(q))
         qn = q / q.sum()
         draws = rng.choice(len(q), size=k, p=qn)
@@ -148,7 +200,8 @@ class MultipleLpCoreset:
     Args:
         p: the norm, ``p > 0`` (the solver needs ``p >= 1``).
         k: expected coreset size, ``1 <= k <= n``.
-        mix: weight of the residual-mass term in the sampling distribution (the rest is Lewis weights).
+        mix: weight of the residual-mass term in the sampling distribution (the rest is Lewis weights);
+            ``None`` (default) is the row-sensitivity bound of the module docstring.
         pilot_size: rows of the Lewis-sampled pilot set used to get ``X0`` (default ``min(n, 20 d)``);
             ``0`` solves on the full data instead.
         scheme: ``"poisson"`` (default) or ``"iid"`` sampling.
@@ -163,7 +216,7 @@ class MultipleLpCoreset:
         p: float = 1.5,
         k: int = 1000,
         *,
-        mix: float = 0.5,
+        mix: float | None = None,
         pilot_size: int | None = None,
         scheme: str = "poisson",
         random_state: int | np.random.Generator | None = None,
@@ -193,12 +246,12 @@ class MultipleLpCoreset:
         k = check_k(self.k, n)
         if self.scheme not in ("poisson", "iid"):
             raise ValueError(f"scheme must be 'poisson' or 'iid', got {self.scheme!r}")
-        rng = np.random.default_rng(self.random_state)
+        if self.mix is not None:
+            check_real(self.mix, "mix", lo=0.0, hi=1.0)
+        pilot = min(n, 20 * d) if self.pilot_size is None else check_int(self.pilot_size, "pilot_size", lo=0, hi=n)
+        rng = check_rng(self.random_state, "random_state")
         tau = lewis_weights(A, p, tol=1e-6)
         solve_p = max(p, 1.0)
-        pilot = min(n, 20 * d) if self.pilot_size is None else int(self.pilot_size)
-        if pilot < 0 or pilot > n:
-            raise ValueError(f"pilot_size must be in [0, n={n}], got {self.pilot_size}")
         if pilot == 0 or pilot >= n:
             X0 = solve_multi_lp(A, B, solve_p, max_iter=50, tol=1e-6).X
         else:
@@ -223,11 +276,8 @@ class MultipleLpCoreset:
     def cost(self, X: np.ndarray) -> float:
         """The coreset's estimate of ``||AX - B||_{p,p}^p``."""
         self._check_fitted()
-        X = np.asarray(X, dtype=float)
-        X = X if X.ndim == 2 else X[:, None]
-        if X.shape != (self.A_.shape[1], self.B_.shape[1]):
-            raise ValueError(f"X must have shape ({self.A_.shape[1]}, {self.B_.shape[1]}), got {X.shape}")
-        return lp_cost(self.A_, self.B_, X, float(self.p), self.weights_)
+        X = check_solution(X, self.A_.shape[1], self.B_.shape[1])
+        return _lp_cost(self.A_, self.B_, X, float(self.p), self.weights_)
 
     def solve(self, **kwargs: object) -> np.ndarray:
         """The minimiser of the coreset objective (the weak-coreset solution), shape ``(d, m)``."""
@@ -241,6 +291,7 @@ class MultipleLpCoreset:
 
 def uniform_probabilities(n: int) -> np.ndarray:
     """The uniform-sampling baseline's row distribution."""
+    n = check_int(n, "n", lo=1)
     return np.full(n, 1.0 / n)
 
 
@@ -253,7 +304,7 @@ def union_of_column_coresets(
     *,
     X0: np.ndarray | None = None,
     lewis: np.ndarray | None = None,
-    mix: float = 0.5,
+    mix: float | None = None,
 ) -> Coreset:
     """Baseline: a single-response coreset of size ``k // m`` per column, united (total expected size ~k).
 
@@ -265,11 +316,14 @@ def union_of_column_coresets(
     B = check_responses(B, n)
     p = check_p(p)
     k = check_k(k, n)
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     m = B.shape[1]
-    tau = lewis_weights(A, p, tol=1e-6) if lewis is None else lewis
-    if X0 is None:
-        X0 = solve_multi_lp(A, B, max(p, 1.0)).X
+    if mix is not None:
+        mix = check_real(mix, "mix", lo=0.0, hi=1.0)
+    tau = lewis_weights(A, p, tol=1e-6) if lewis is None else check_weights(lewis, n, "lewis")
+    if not tau.sum() > 0:
+        raise ValueError("lewis must not be all zero")
+    X0 = solve_multi_lp(A, B, max(p, 1.0)).X if X0 is None else check_solution(X0, A.shape[1], m, "X0")
     # each column gets an expected budget k/m (fractional when k < m, so that the union's expected size
     # stays <= k); a row's weight in the union is 1 / P(row in union), which keeps the union unbiased
     miss = np.ones(n)
@@ -297,6 +351,10 @@ def p2_worst_case_error(A: np.ndarray, B: np.ndarray, coreset: Coreset) -> float
     B = check_responses(B, A.shape[0])
     n, d = A.shape
     m = B.shape[1]
+    if not isinstance(coreset, Coreset):
+        raise TypeError(f"coreset must be a Coreset, got {type(coreset).__name__}")
+    if coreset.indices.size and coreset.indices[-1] >= n:
+        raise ValueError(f"coreset indexes row {coreset.indices[-1]} but A has {n} rows")
     w = np.zeros(n)
     w[coreset.indices] = coreset.weights
 

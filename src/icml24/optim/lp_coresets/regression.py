@@ -18,16 +18,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml24.optim.lp_coresets._validation import check_matrix, check_p, check_responses
+from icml24.optim.lp_coresets._validation import (
+    check_int,
+    check_matrix,
+    check_p,
+    check_real,
+    check_responses,
+    check_solution,
+    check_weights,
+)
 
 
 def lp_cost(
     A: np.ndarray, B: np.ndarray, X: np.ndarray, p: float, weights: np.ndarray | None = None
 ) -> float:
-    """``sum_i w_i sum_j |a_i^T x_j - B_ij|^p`` (``w = 1`` when ``weights`` is None)."""
-    R = np.abs(A @ X - B) ** p
-    rows = R.sum(axis=1) if R.ndim == 2 else R
-    return float(rows.sum() if weights is None else weights @ rows)
+    """``sum_i w_i sum_j |a_i^T x_j - B_ij|^p`` (``w = 1`` when ``weights`` is None; ``p > 0``).
+
+    ``B`` may be ``(n,)`` with ``X`` of shape ``(d,)`` (one response).
+    """
+    A = check_matrix(A, "A")
+    n, d = A.shape
+    B = check_responses(B, n)
+    X = check_solution(X, d, B.shape[1])
+    p = check_p(p)
+    w = None if weights is None else check_weights(weights, n)
+    return _lp_cost(A, B, X, p, w)
+
+
+def _lp_cost(A: np.ndarray, B: np.ndarray, X: np.ndarray, p: float, w: np.ndarray | None) -> float:
+    rows = (np.abs(A @ X - B) ** p).sum(axis=1)
+    return float(rows.sum() if w is None else w @ rows)
 
 
 @dataclass(frozen=True)
@@ -66,20 +86,20 @@ def solve_multi_lp(
     p = check_p(p)
     if p < 1:
         raise ValueError(f"p must be >= 1 for the (convex) lp regression solver, got {p}")
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
-    if w.shape != (n,):
-        raise ValueError(f"weights must have shape ({n},), got {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("weights must be finite and >= 0")
+    w = np.ones(n) if weights is None else check_weights(weights, n)
+    if not w.sum() > 0:
+        raise ValueError("weights must not all be zero")
+    max_iter = check_int(max_iter, "max_iter", lo=1)
+    tol = check_real(tol, "tol", lo=0.0)
+    if X0 is not None:
+        X0 = check_solution(X0, d, B.shape[1], "X0")
     Aw = A[w > 0]
     Bw = B[w > 0]
     w = w[w > 0]
     AA = _outer_rows(Aw)
     X = _wls(Aw, Bw, AA, np.broadcast_to(w[:, None], Bw.shape)) if X0 is None else np.array(X0, dtype=float)
-    if X.shape != (d, B.shape[1]):
-        raise ValueError(f"X0 must have shape ({d}, {B.shape[1]}), got {X.shape}")
     if p == 2.0:
-        return LpSolution(X, lp_cost(Aw, Bw, X, p, w), 0)
+        return LpSolution(X, _lp_cost(Aw, Bw, X, p, w), 0)
 
     def col_cost(X: np.ndarray, cols: np.ndarray) -> np.ndarray:
         return w @ np.abs(Aw @ X - Bw[:, cols]) ** p
