@@ -190,3 +190,86 @@ def test_runs_on_cuda() -> None:
     obs, _ = env.reset(seed=0)
     obs, *_ = env.step(torch.zeros(64, 2, device="cuda"))
     assert obs.device.type == "cuda"
+
+
+# ---- Gymnasium 1.x conventions: reset_mask, vector wrappers, the state view ---------------------------------
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("as_numpy", [False, True])
+def test_reset_mask_resets_only_the_masked_envs(cls, as_numpy: bool) -> None:
+    env = cls(num_envs=4, max_episode_steps=50)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(torch.full(env.action_space.shape, 0.7))
+    before = env.state.clone()
+    mask = torch.tensor([True, False, True, False])
+    obs, info = env.reset(options={"reset_mask": mask.numpy() if as_numpy else mask})
+    assert info == {}
+    assert torch.equal(env.state[1], before[1]) and torch.equal(env.state[3], before[3])
+    assert not torch.equal(env.state[0], before[0]) and not torch.equal(env.state[2], before[2])
+    assert env.elapsed_steps.tolist() == [0, 3, 0, 3]
+    assert torch.equal(obs, env._observe(env._state))
+
+
+def test_reset_mask_rejects_bad_masks() -> None:
+    env = BatchedPendulum(num_envs=3)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="reset_mask"):
+        env.reset(options={"reset_mask": np.ones(2, dtype=bool)})
+    with pytest.raises(TypeError, match="reset_mask"):
+        env.reset(options={"reset_mask": np.ones(3)})
+    with pytest.raises(TypeError, match="reset_mask"):
+        env.reset(options={"reset_mask": [True, False, True]})
+    with pytest.raises(RuntimeError, match="full reset"):
+        BatchedPendulum(num_envs=3).reset(options={"reset_mask": np.ones(3, dtype=bool)})
+
+
+def test_state_is_a_writable_view_of_the_variable_major_storage() -> None:
+    env = BatchedPendulum(num_envs=3)
+    env.reset(seed=0)
+    assert env.state.shape == (3, 2) and env._state.shape == (2, 3) and env._state.is_contiguous()
+    env.state[1] = torch.tensor([0.5, -0.25])
+    assert env._state[:, 1].tolist() == [0.5, -0.25]
+    env.state = torch.zeros(3, 2)
+    assert torch.equal(env._state, torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="state"):
+        env.state = torch.zeros(2, 2)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_gymnasium_record_episode_statistics_and_normalize_reward(cls) -> None:
+    from gymnasium.wrappers.vector import NormalizeReward, RecordEpisodeStatistics
+
+    from icml24.rl.envs import numpy_view
+
+    base = cls(num_envs=3, max_episode_steps=6)
+    env = NormalizeReward(RecordEpisodeStatistics(numpy_view(base)), gamma=0.9)
+    obs, _ = env.reset(seed=0)
+    assert isinstance(obs, np.ndarray) and obs.shape == (3, *base.single_observation_space.shape)
+    for _ in range(6):
+        obs, reward, term, trunc, info = env.step(np.zeros((3, *base.single_action_space.shape), np.float32))
+        assert isinstance(reward, np.ndarray) and reward.shape == (3,)
+    assert trunc.all() and info["_episode"].all()
+    assert info["episode"]["l"].tolist() == [6, 6, 6]
+    assert np.isfinite(info["episode"]["r"]).all()
+    # the raw episode return equals the sum of the unwrapped rewards (RecordEpisodeStatistics is inside)
+    twin = cls(num_envs=3, max_episode_steps=6)
+    twin.reset(seed=0)
+    raw = sum(twin.step(torch.zeros(3, *base.single_action_space.shape))[1].double() for _ in range(6))
+    np.testing.assert_allclose(info["episode"]["r"], raw.numpy(), rtol=1e-5)
+
+
+def test_numpy_view_shares_memory_on_cpu() -> None:
+    from icml24.rl.envs import numpy_view
+    from icml24.rl.envs.batched import _to_numpy
+
+    env = numpy_view(BatchedPendulum(num_envs=4))
+    env.reset(seed=0)
+    obs, *_ = env.step(np.zeros((4, 1), np.float32))
+    assert isinstance(obs, np.ndarray) and obs.dtype == np.float32
+    t = torch.zeros(3)
+    _to_numpy({"x": t})["x"][0] = 1.0  # a view, not a copy
+    assert t[0].item() == 1.0
+    with pytest.raises(TypeError, match="env"):
+        numpy_view(object())

@@ -11,14 +11,26 @@ over ``gymnasium.Env`` objects. :class:`TorchVectorEnv` holds the state of ``num
   inside the same ``step``; the returned observation is the first one of the new episode, and the observation
   that ended the episode is in ``info["final_obs"]`` (valid where ``info["_final_obs"]`` is True), which is
   what a learner needs to bootstrap a truncated episode;
+* ``reset(options={"reset_mask": mask})`` with Gymnasium 1.x semantics: only the environments where the boolean
+  ``mask`` (shape ``(num_envs,)``, numpy or torch) is True are reset; the others keep their state and step
+  count, and the returned observation is the current one for them;
 * a time limit (``max_episode_steps``) that reports ``truncated`` exactly like ``gymnasium.wrappers.TimeLimit``;
 * ``single_observation_space``/``single_action_space`` and their batched ``observation_space``/``action_space``;
 * input checks: actions of the wrong shape, or with NaN/inf entries, raise a ``ValueError``; finite actions
   outside the action box are clipped to it, as Gymnasium's ``Pendulum-v1`` and the ``ClipAction`` wrapper do.
+
+Speed. The state is stored *variable-major*, ``[state_dim, num_envs]``, so that each state variable is one
+contiguous row: elementwise torch kernels on contiguous rows vectorise, while the columns of an ``[N, k]``
+tensor are strided and do not (that, and ``torch.stack`` of the observation, cost the first version half its
+speed). ``env.state`` is the ``[num_envs, state_dim]`` *view* of that storage (writing into it sets the state).
+The finiteness check of the actions is one reduction; the autoreset touches only the finished columns.
+Gymnasium's vector wrappers that do numpy arithmetic on rewards (``RecordEpisodeStatistics``,
+``NormalizeReward``) need numpy arrays: view the env through :func:`numpy_view` (zero-copy on CPU).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -27,35 +39,62 @@ import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-__all__ = ["TorchVectorEnv", "as_action_tensor"]
+__all__ = ["TorchVectorEnv", "as_action_tensor", "numpy_view"]
 
 
 def as_action_tensor(
     actions: Any, *, num_envs: int, shape: tuple[int, ...], device: torch.device, dtype: torch.dtype
 ) -> torch.Tensor:
-    """Convert ``actions`` to a tensor of shape ``(num_envs, *shape)`` or raise a clear error."""
+    """Convert ``actions`` to a tensor of shape ``(num_envs, *shape)`` or raise a clear error.
+
+    The fast path (a tensor of the right dtype and device) costs one reduction: the sum of the entries is
+    finite unless an entry is NaN/inf (or the sum overflows, in which case the entries are checked one by one).
+    """
     if isinstance(actions, torch.Tensor):
-        a = actions.to(device=device, dtype=dtype)
-    elif isinstance(actions, (np.ndarray, list, tuple, float, int)):
-        a = torch.as_tensor(np.asarray(actions, dtype=np.float64), device=device, dtype=dtype)
+        a = actions if (actions.dtype == dtype and actions.device == device) else actions.to(device, dtype)
+    elif isinstance(actions, (np.ndarray, list, tuple, float, int, np.floating, np.integer)):
+        try:
+            arr = np.asarray(actions, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"actions must be numeric (a torch.Tensor or numpy array), got {actions!r}") from exc
+        a = torch.as_tensor(arr, device=device, dtype=dtype)
     else:
         raise TypeError(f"actions must be a torch.Tensor or numpy array, got {type(actions).__name__}")
     expected = (num_envs, *shape)
-    if tuple(a.shape) != expected:
+    if a.shape != expected:
         raise ValueError(f"actions must have shape {expected} (num_envs, *action_shape), got {tuple(a.shape)}")
-    if not bool(torch.isfinite(a).all()):
+    if not math.isfinite(float(a.sum())) and not bool(torch.isfinite(a).all()):
         raise ValueError("actions must be finite; got NaN or inf entries")
     return a
 
 
+def _as_reset_mask(mask: Any, num_envs: int, device: torch.device) -> torch.Tensor:
+    """``options["reset_mask"]`` as a bool tensor on ``device`` (Gymnasium 1.x: bool, shape (num_envs,))."""
+    if isinstance(mask, torch.Tensor):
+        m = mask.to(device)
+    elif isinstance(mask, np.ndarray):
+        m = torch.as_tensor(mask, device=device)
+    else:
+        raise TypeError(f"options['reset_mask'] must be a numpy array or torch tensor, got {type(mask).__name__}")
+    if m.dtype != torch.bool:
+        raise TypeError(f"options['reset_mask'] must have a boolean dtype, got {m.dtype}")
+    if m.shape != (num_envs,):
+        raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {tuple(m.shape)}")
+    return m
+
+
 class TorchVectorEnv(gym.vector.VectorEnv):
-    """Base class: subclasses define the spaces and four tensor functions.
+    """Base class: subclasses define the spaces and three tensor functions on the variable-major state.
 
     Subclasses set ``single_observation_space``/``single_action_space`` before calling ``super().__init__``
-    and implement ``_sample_initial_state(n) -> state`` (a tensor with leading dim n), ``_dynamics(state,
-    action) -> (next_state, reward, terminated)`` (it may update ``state`` in place and return it) and
-    ``_observe(state) -> obs`` (a new tensor, never a view of the state). The state lives in ``self.state``;
-    everything is batched over the leading dimension.
+    and implement
+
+    * ``_sample_initial_state(n) -> state``: a new ``[state_dim, n]`` tensor of initial states;
+    * ``_dynamics(state, action) -> (reward, terminated)``: advance ``state`` (``[state_dim, N]``, contiguous
+      rows) *in place* under ``action`` (``[N, *action_shape]``, already clipped to the box); ``terminated``
+      may be ``None`` for a task that never terminates;
+    * ``_observe(state) -> obs``: a new ``[n, *obs_shape]`` tensor (never a view of the state) for the
+      ``[state_dim, n]`` state given.
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -68,25 +107,35 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+        if not isinstance(max_episode_steps, (int, np.integer)) or isinstance(max_episode_steps, bool) or (
+            max_episode_steps < 1
+        ):
             raise ValueError(f"max_episode_steps must be a positive int, got {max_episode_steps!r}")
         if dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-        self.num_envs = num_envs
-        self.max_episode_steps = max_episode_steps
-        self.device = torch.device(device)
+            raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+        try:
+            self.device = torch.device(device)
+        except (TypeError, RuntimeError) as exc:
+            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}") from exc
+        self.num_envs = int(num_envs)
+        self.max_episode_steps = int(max_episode_steps)
         self.dtype = dtype
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
-        self._act_low = torch.as_tensor(self.single_action_space.low, device=self.device, dtype=dtype)
-        self._act_high = torch.as_tensor(self.single_action_space.high, device=self.device, dtype=dtype)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        low, high = self.single_action_space.low, self.single_action_space.high
+        self._act_low = torch.as_tensor(low, device=self.device, dtype=dtype)
+        self._act_high = torch.as_tensor(high, device=self.device, dtype=dtype)
+        # One scalar bound for every action dimension: clamp with Python floats (no broadcast tensors).
+        uniform = bool(np.all(low == low.flat[0]) and np.all(high == high.flat[0]))
+        self._act_bounds: tuple[float, float] | None = (float(low.flat[0]), float(high.flat[0])) if uniform else None
         self._act_shape = tuple(self.single_action_space.shape)
+        self._batch_act_shape = torch.Size((self.num_envs, *self._act_shape))
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(int(torch.randint(0, 2**62, (1,)).item()))
-        self.elapsed_steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        self.state: torch.Tensor = self._sample_initial_state(num_envs)
+        self.generator.manual_seed(int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 2))
+        self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self._state: torch.Tensor = self._sample_initial_state(self.num_envs)
         self._needs_reset = True
 
     # ---- subclass interface -------------------------------------------------------------------------
@@ -95,27 +144,51 @@ class TorchVectorEnv(gym.vector.VectorEnv):
 
     def _dynamics(
         self, state: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # pragma: no cover - abstract
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # ---- state --------------------------------------------------------------------------------------
+    @property
+    def state(self) -> torch.Tensor:
+        """The ``[num_envs, state_dim]`` view of the state (writes into it change the environments)."""
+        return self._state.T
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        v = torch.as_tensor(value, device=self.device, dtype=self.dtype)
+        if v.shape != self._state.T.shape:
+            raise ValueError(f"state must have shape {tuple(self._state.T.shape)}, got {tuple(v.shape)}")
+        self._state.copy_(v.T)
+
     # ---- Gymnasium vector-env API -------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Reset all environments; ``seed`` reseeds the environment's own torch generator."""
+        """Reset all environments, or those of ``options["reset_mask"]``; ``seed`` reseeds the env's generator."""
         if seed is not None:
             if isinstance(seed, (list, tuple)):
                 seed = seed[0]
             if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
                 raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
             self.generator.manual_seed(int(seed))
-        self.state = self._sample_initial_state(self.num_envs)
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        if options is not None and options.get("reset_mask") is not None:
+            if self._needs_reset:
+                raise RuntimeError("a partial reset (options['reset_mask']) needs a full reset() first")
+            mask = _as_reset_mask(options["reset_mask"], self.num_envs, self.device)
+            idx = mask.nonzero().squeeze(1)
+            if idx.numel():
+                self._state[:, idx] = self._sample_initial_state(int(idx.numel()))
+                self.elapsed_steps[idx] = 0
+            return self._observe(self._state), {}
+        self._state = self._sample_initial_state(self.num_envs)
         self.elapsed_steps.zero_()
         self._needs_reset = False
-        return self._observe(self.state), {}
+        return self._observe(self._state), {}
 
     def step(
         self, actions: Any
@@ -123,32 +196,92 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         """Advance every environment one step; finished ones are reset in the same call (see module doc)."""
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
-        a = as_action_tensor(
-            actions, num_envs=self.num_envs, shape=self._act_shape, device=self.device, dtype=self.dtype
-        )
-        a = torch.clamp(a, self._act_low, self._act_high)
-        state, reward, terminated = self._dynamics(self.state, a)
+        a = self._checked_actions(actions)
+        reward, terminated = self._dynamics(self._state, self._clip_actions(a))
         self.elapsed_steps += 1
         truncated = self.elapsed_steps >= self.max_episode_steps
-        obs = self._observe(state)
-        done = terminated | truncated
+        obs = self._observe(self._state)
+        if terminated is None:
+            terminated = torch.zeros_like(truncated)
+            done = truncated
+        else:
+            done = terminated | truncated
         info: dict[str, Any] = {}
         if bool(done.any()):
             idx = done.nonzero().squeeze(1)
             info["final_obs"] = obs.clone()
             info["_final_obs"] = done
-            state[idx] = self._sample_initial_state(int(idx.numel()))
+            fresh = self._sample_initial_state(int(idx.numel()))
+            self._state[:, idx] = fresh
             self.elapsed_steps[idx] = 0
-            obs[idx] = self._observe(state[idx])
-        self.state = state
+            obs[idx] = self._observe(fresh)
         return obs, reward, terminated, truncated, info
+
+    def _checked_actions(self, actions: Any) -> torch.Tensor:
+        if type(actions) is torch.Tensor and actions.dtype == self.dtype and actions.device == self.device:
+            if actions.shape != self._batch_act_shape:
+                raise ValueError(
+                    f"actions must have shape {tuple(self._batch_act_shape)} (num_envs, *action_shape), got "
+                    f"{tuple(actions.shape)}"
+                )
+            if not math.isfinite(float(actions.sum())) and not bool(torch.isfinite(actions).all()):
+                raise ValueError("actions must be finite; got NaN or inf entries")
+            return actions
+        return as_action_tensor(
+            actions, num_envs=self.num_envs, shape=self._act_shape, device=self.device, dtype=self.dtype
+        )
+
+    def _clip_actions(self, a: torch.Tensor) -> torch.Tensor:
+        if self._act_bounds is not None:
+            return torch.clamp(a, *self._act_bounds)
+        return torch.clamp(a, self._act_low, self._act_high)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Nothing to release: the state is a tensor."""
 
     def _uniform(self, n: int, low: Any, high: Any) -> torch.Tensor:
+        """``[len(low), n]`` uniform samples (variable-major), or ``[n]`` for scalar bounds."""
         low_t = torch.as_tensor(low, device=self.device, dtype=self.dtype)
         high_t = torch.as_tensor(high, device=self.device, dtype=self.dtype)
-        shape = (n, *low_t.shape)
+        shape = (*low_t.shape, n)
         u = torch.rand(shape, generator=self.generator, device=self.device, dtype=self.dtype)
-        return low_t + (high_t - low_t) * u
+        if low_t.ndim:
+            return u.mul_((high_t - low_t)[:, None]).add_(low_t[:, None])
+        return u.mul_(high_t - low_t).add_(low_t)
+
+
+def numpy_view(env: gym.vector.VectorEnv) -> gym.vector.VectorWrapper:
+    """``env`` (torch tensors in and out) seen as a numpy vector env, for Gymnasium's numpy-only wrappers.
+
+    ``RecordEpisodeStatistics``, ``NormalizeReward`` and the other ``gymnasium.wrappers.vector`` wrappers do
+    numpy arithmetic on the rewards and flags (``episode_returns += rewards``, ``1 - terminated``), which a
+    torch tensor does not support. On CPU the arrays share memory with the tensors (``Tensor.numpy()``: no
+    copy); on another device they are copied to the host. Actions go back as tensors on the env's device.
+    """
+    if not isinstance(env, gym.vector.VectorEnv):
+        raise TypeError(f"env must be a gymnasium VectorEnv, got {type(env).__name__}")
+    return _NumpyView(env)
+
+
+def _to_numpy(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    if isinstance(x, dict):
+        return {k: _to_numpy(v) for k, v in x.items()}
+    return x
+
+
+class _NumpyView(gym.vector.VectorWrapper):
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        super().__init__(env)
+        self._device = getattr(env.unwrapped, "device", torch.device("cpu"))
+        self._dtype = getattr(env.unwrapped, "dtype", torch.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        return _to_numpy(obs), _to_numpy(info)
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        a = actions if isinstance(actions, torch.Tensor) else np.asarray(actions)
+        a = torch.as_tensor(a, device=self._device, dtype=self._dtype)
+        return tuple(_to_numpy(x) for x in self.env.step(a))  # type: ignore[return-value]

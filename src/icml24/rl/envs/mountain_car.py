@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from icml24.rl.envs.batched import TorchVectorEnv, as_action_tensor
+from icml24.rl.envs.batched import TorchVectorEnv
 
 __all__ = ["BatchedMountainCarContinuous"]
 
@@ -52,26 +52,27 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
 
     def _sample_initial_state(self, n: int) -> torch.Tensor:
         x = self._uniform(n, -0.6, -0.4)
-        return torch.stack((x, torch.zeros_like(x)), dim=1)
+        return torch.stack((x, torch.zeros_like(x)))
 
     def step(self, actions):  # type: ignore[override]
         # Gymnasium charges the action cost on the *unclipped* action; keep it before the base class clips.
-        a = as_action_tensor(
-            actions, num_envs=self.num_envs, shape=self._act_shape, device=self.device, dtype=self.dtype
-        )
-        self._raw_action_sq = a[:, 0] ** 2
+        a = self._checked_actions(actions)
+        self._raw_action = a[:, 0]
         return super().step(a)
 
-    def _dynamics(
-        self, state: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        x, v = state[:, 0], state[:, 1]
-        v = torch.clamp(v + action[:, 0] * self.power - 0.0025 * torch.cos(3 * x), -self.max_speed, self.max_speed)
-        x = torch.clamp(x + v, self.min_position, self.max_position)
-        v = torch.where((x == self.min_position) & (v < 0), torch.zeros_like(v), v)
+    def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, v = state[0], state[1]
+        # v' = clip(v + force * power - 0.0025 cos(3 x)), in Gymnasium's operation order
+        v.add_(torch.mul(action[:, 0], self.power).sub_(torch.mul(x, 3.0).cos_().mul_(0.0025)))
+        v.clamp_(-self.max_speed, self.max_speed)
+        x.add_(v).clamp_(self.min_position, self.max_position)
+        v.masked_fill_((x == self.min_position) & (v < 0), 0.0)
         terminated = (x >= self.goal_position) & (v >= self.goal_velocity)
-        reward = 100.0 * terminated.to(self.dtype) - 0.1 * self._raw_action_sq
-        return torch.stack((x, v), dim=1), reward, terminated
+        raw = self._raw_action
+        reward = torch.mul(raw, raw).mul_(-0.1).add_(terminated.to(self.dtype), alpha=100.0)
+        return reward, terminated
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        return state.clone()
+        obs = torch.empty(state.shape[1], 2, device=state.device, dtype=state.dtype)
+        obs.T.copy_(state)
+        return obs

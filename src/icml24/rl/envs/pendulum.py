@@ -59,18 +59,22 @@ class BatchedPendulum(TorchVectorEnv):
     def _sample_initial_state(self, n: int) -> torch.Tensor:
         return self._uniform(n, [-math.pi, -1.0], [math.pi, 1.0])
 
-    def _dynamics(
-        self, state: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        th, thdot = state[:, 0], state[:, 1]
+    def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, None]:
+        # In place on the contiguous rows; the operation order is Gymnasium's, so float64 trajectories agree.
+        th, thdot = state[0], state[1]
         u = action[:, 0]
-        cost = _angle_normalize(th) ** 2 + 0.1 * thdot**2 + 0.001 * u**2
-        acc = 3.0 * self.g / (2.0 * self.length) * torch.sin(th) + 3.0 / (self.m * self.length**2) * u
-        new_thdot = torch.clamp(thdot + acc * self.dt, -self.max_speed, self.max_speed)
-        new_th = th + new_thdot * self.dt
-        terminated = torch.zeros(state.shape[0], dtype=torch.bool, device=state.device)
-        return torch.stack((new_th, new_thdot), dim=1), -cost, terminated
+        cost = torch.add(th, math.pi).remainder_(2 * math.pi).sub_(math.pi).square_()  # angle_normalize(th)^2
+        cost.addcmul_(thdot, thdot, value=0.1).addcmul_(u, u, value=0.001)
+        acc = torch.sin(th).mul_(3.0 * self.g / (2.0 * self.length)).add_(u, alpha=3.0 / (self.m * self.length**2))
+        thdot.add_(acc.mul_(self.dt)).clamp_(-self.max_speed, self.max_speed)
+        th.add_(thdot, alpha=self.dt)
+        return cost.neg_(), None
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        th, thdot = state[:, 0], state[:, 1]
-        return torch.stack((torch.cos(th), torch.sin(th), thdot), dim=1)
+        th = state[0]
+        obs = torch.empty(th.shape[0], 3, device=th.device, dtype=th.dtype)
+        rows = obs.T  # write each variable-major row into a column: one strided copy each, no torch.stack
+        torch.cos(th, out=rows[0])
+        torch.sin(th, out=rows[1])
+        rows[2].copy_(state[1])
+        return obs
