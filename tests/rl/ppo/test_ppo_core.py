@@ -151,8 +151,10 @@ def test_same_seed_same_parameters() -> None:
 def test_bad_arguments() -> None:
     import gymnasium as gym
 
-    with pytest.raises(TypeError, match="TorchVectorEnv"):
+    with pytest.raises(TypeError, match="VectorEnv"):
         PPO(gym.make("Pendulum-v1"))
+    with pytest.raises(TypeError, match="Box"):
+        PPO(gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]))
     with pytest.raises(TypeError, match="PPOConfig"):
         PPO(BatchedPendulum(num_envs=2), config={"horizon": 4})
     with pytest.raises(ValueError, match="horizon"):
@@ -167,6 +169,109 @@ def test_bad_arguments() -> None:
         PPOConfig(reward_scale=float("nan"))
     with pytest.raises(ValueError, match="raw_obs"):
         PPO(BatchedPendulum(num_envs=2)).act(torch.zeros(2, 5))
+
+
+# ---- rl_games' update: per-minibatch refresh of the old policy, value normalisation --------------------------
+
+
+def test_kl_of_each_epoch_is_against_the_policy_one_epoch_earlier() -> None:
+    """rl_games' ``update_mu_sigma``: with one minibatch per epoch, the KL of epoch e is KL(pi_{e-1} || pi_e),
+    where pi_e is the policy just before the e-th step; epoch 0 compares the behaviour policy with itself."""
+    cfg = PPOConfig(horizon=8, epochs=4, num_minibatches=1, learning_rate=3e-3, adaptive_lr=True)
+    agent = PPO(BatchedPendulum(num_envs=16), config=cfg, seed=0)
+    batch = agent.build_batch(agent.collect())
+    snapshots, kls = [], []
+    step = agent.optimizer.step
+
+    def recording_step(*args, **kwargs):
+        with torch.no_grad():
+            mean, log_std, _ = agent.policy(batch["obs"], batch["block"])
+        snapshots.append((mean.clone(), log_std.clone()))
+        return step(*args, **kwargs)
+
+    agent.optimizer.step = recording_step
+    agent.lr_schedule.step = lambda kl: kls.append(kl) or agent.lr_schedule.lr
+    agent.update(batch)
+    assert len(snapshots) == len(kls) == 4
+    assert kls[0] == pytest.approx(0.0, abs=1e-6)
+    for e in range(1, 4):
+        expected = float(gaussian_kl(*snapshots[e - 1], *snapshots[e]).mean())
+        assert kls[e] == pytest.approx(expected, rel=1e-4, abs=1e-9)
+    # ...and not against the behaviour policy
+    assert kls[3] != pytest.approx(float(gaussian_kl(*snapshots[0], *snapshots[3]).mean()), rel=1e-3)
+
+
+def test_value_normalisation_stores_normalised_targets_and_denormalises_the_critic() -> None:
+    agent = PPO(BatchedPendulum(num_envs=32), config=PPOConfig(horizon=8), seed=0)
+    rollout = agent.collect()
+    T, N = rollout["values"].shape
+    _, ret = gae(rollout["rewards"], rollout["values"], rollout["next_values"], rollout["terminated"],
+                 rollout["dones"], gamma=0.99, lam=0.95)  # fmt: skip
+    batch = agent.build_batch(rollout)
+    rms = agent.value_rms
+    expected = ((ret.reshape(-1).double() - rms.mean) / torch.sqrt(rms.var + 1e-8)).clamp(-5, 5).float()
+    torch.testing.assert_close(batch["returns"], expected, rtol=1e-5, atol=1e-5)
+    assert abs(float(batch["returns"].mean())) < 1.0  # returns of about -6 per step, now near 0
+    # the critic's raw output is in normalised units: values seen by GAE are rescaled back
+    obs = rollout["obs"][0]
+    with torch.no_grad():
+        raw = agent.policy.value(obs, agent.env_blocks)
+    torch.testing.assert_close(agent._value(raw), raw.clamp(-5, 5) * torch.sqrt(rms.var + 1e-8).float() + rms.mean.float())
+    off = PPO(BatchedPendulum(num_envs=32), config=PPOConfig(horizon=8, normalize_value=False), seed=0)
+    b2 = off.build_batch(off.collect())
+    assert float(b2["returns"].mean()) < -3.0  # raw return units
+
+
+# ---- any Gymnasium VectorEnv with Box spaces ---------------------------------------------------------------
+
+
+def test_ppo_trains_on_a_plain_gymnasium_sync_vector_env_both_autoreset_modes() -> None:
+    import gymnasium as gym
+
+    for mode in (gym.vector.AutoresetMode.NEXT_STEP, gym.vector.AutoresetMode.SAME_STEP):
+        env = gym.vector.SyncVectorEnv(
+            [lambda: gym.make("Pendulum-v1", max_episode_steps=5) for _ in range(3)], autoreset_mode=mode
+        )
+        agent = PPO(env, config=PPOConfig(horizon=12, epochs=1), seed=0)
+        rollout = agent.collect()
+        assert rollout["obs"].dtype == torch.float32 and rollout["obs"].shape == (12, 3, 3)
+        if mode == gym.vector.AutoresetMode.NEXT_STEP:
+            # steps 5 and 11 only reset the envs (episodes of 5 steps): they are not transitions
+            assert rollout["valid"].sum(0).tolist() == [10, 10, 10]
+            assert not rollout["valid"][5].any() and rollout["dones"][4].all()
+        else:
+            assert rollout["valid"].all() and rollout["dones"][4].all()
+            assert not torch.allclose(rollout["next_obs"][4], rollout["obs"][5])  # final obs, not the reset
+        batch = agent.build_batch(rollout)
+        assert batch["advantages"].shape[0] == int(rollout["valid"].sum())
+        stats = agent.learn(2)
+        assert np.isfinite(stats["policy_loss"]) and stats["optimizer_steps"] >= 1
+        ev = agent.evaluate(
+            gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1", max_episode_steps=5) for _ in range(2)]),
+            seed=1,
+        )
+        assert np.isfinite(ev["return"])
+
+
+def test_ppo_trains_on_a_wrapped_torch_env_without_copies() -> None:
+    import gymnasium as gym
+
+    class ScaleReward(gym.vector.VectorWrapper):
+        def step(self, actions):
+            obs, r, te, tr, info = self.env.step(actions)
+            return obs, 0.5 * r, te, tr, info
+
+    base = BatchedPendulum(num_envs=8, max_episode_steps=6)
+    env = ScaleReward(ScaleReward(base))  # (ClipAction would hand numpy actions to the env)
+    agent = PPO(env, config=PPOConfig(horizon=8, epochs=1), seed=0)
+    assert agent.vec.is_torch and agent.device == base.device
+    seen = []
+    step = base.step
+    base.step = lambda a: seen.append(a) or step(a)
+    rollout = agent.collect()
+    assert all(isinstance(a, torch.Tensor) for a in seen)  # tensors all the way, no numpy round trip
+    assert rollout["dones"][5].all() and rollout["valid"].all()
+    assert np.isfinite(agent.learn(1)["value_loss"])
 
 
 @pytest.mark.slow

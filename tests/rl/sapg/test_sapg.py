@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -33,7 +35,8 @@ def test_one_block_reduces_to_ppo_exactly(aggregation: str) -> None:
 
 def test_leader_follower_relabelling_shapes_and_targets() -> None:
     N, M, T = 24, 4, SMALL.horizon
-    agent = SAPG(BatchedDeceptivePointMass(num_envs=N), config=SAPGConfig(num_blocks=M, ppo=SMALL), seed=0)
+    raw_values = dataclasses.replace(SMALL, normalize_value=False)  # compare targets in return units
+    agent = SAPG(BatchedDeceptivePointMass(num_envs=N), config=SAPGConfig(num_blocks=M, ppo=raw_values), seed=0)
     rollout = agent.collect()
     batch = agent.build_batch(rollout)
     B, K = N // M, 1

@@ -7,8 +7,18 @@ gives advantages with correct bootstrapping at time limits; then ``epochs`` pass
 
     L = E[ -min(rho A, clip(rho, 1-eps, 1+eps) A) + 0.5 c_V max((V-R)^2, (V_clip-R)^2) - c_H H[pi] + c_b B(mu) ]
 
-with observation normalisation (running mean/std), advantage normalisation over the batch, a gradient-norm
-clip and rl_games' KL-adaptive learning rate. The network is :class:`BlockActorCritic`, which also carries
+with observation normalisation (running mean/std), value normalisation (the critic predicts returns in the
+units of a running mean/std of values and returns, so the value clip acts in normalised units, rl_games'
+``normalize_value``), advantage normalisation over the batch, a gradient-norm clip and rl_games' KL-adaptive
+learning rate. As in rl_games' ``train_epoch``, the stored old-policy mean and std of each minibatch are replaced
+by the current policy's after its step (``dataset.update_mu_sigma``), so the KL that drives the schedule measures
+how far one epoch moved the policy, not how far all epochs together moved it from the behaviour policy.
+
+The environment may be any Gymnasium ``VectorEnv`` with 1-D ``Box`` observation and action spaces: torch
+environments (``TorchVectorEnv``, wrapped or not) are used as they are (tensors in, tensors out, no copies);
+numpy environments (``SyncVectorEnv``, ``AsyncVectorEnv``) are converted at the boundary. Both autoreset
+modes are handled: same-step (``info["final_obs"]``) and next-step (the step after an episode end only resets,
+and is left out of the batch). The network is :class:`BlockActorCritic`, which also carries
 SAPG's per-block latent and log-std; plain PPO is the one-block case (``icml24.rl.sapg`` builds on this class).
 """
 
@@ -19,10 +29,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
-from icml24.rl.envs.batched import TorchVectorEnv
 from icml24.rl.ppo.functional import (
     KLAdaptiveLR,
     RunningMeanStd,
@@ -35,8 +46,18 @@ from icml24.rl.ppo.functional import (
     gaussian_log_prob,
     normalize,
 )
+from icml24.rl.ppo.vec import VecEnvAdapter
 
-__all__ = ["PPOConfig", "BlockActorCritic", "PPO"]
+__all__ = ["PPOConfig", "BlockActorCritic", "PPO", "explained_variance"]
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """``1 - Var(target - predicted) / Var(target)``: how much of the returns' variance the critic explains
+    (1 is perfect, 0 is no better than a constant; NaN when the targets are constant)."""
+    var = float(target.var()) if target.numel() > 1 else 0.0
+    if var == 0.0:
+        return math.nan
+    return 1.0 - float((target - predicted).var()) / var
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,9 @@ class PPOConfig:
     """Gradient-norm clip."""
     normalize_obs: bool = True
     """Running mean/std observation normalisation."""
+    normalize_value: bool = True
+    """Critic in the units of a running mean/std of values and returns (rl_games ``normalize_value``); the value
+    clip then applies to normalised values."""
     normalize_advantages: bool = True
     """Normalise advantages over the whole batch before the epochs."""
     reward_scale: float = 1.0
@@ -158,7 +182,7 @@ class BlockActorCritic(nn.Module):
 
 
 class PPO:
-    """PPO on a :class:`~icml24.rl.envs.TorchVectorEnv` (all N environments on one policy).
+    """PPO on a Gymnasium vector env with Box spaces (all N environments on one policy).
 
     Example:
         >>> from icml24.rl.envs import BatchedPendulum
@@ -168,17 +192,18 @@ class PPO:
         ['batch_size', 'entropy', 'episode_return']
     """
 
-    def __init__(self, env: TorchVectorEnv, *, config: PPOConfig | None = None, seed: int = 0) -> None:
-        if not isinstance(env, TorchVectorEnv):
-            raise TypeError(f"env must be a TorchVectorEnv (batched tensor env), got {type(env).__name__}")
+    def __init__(self, env: gym.vector.VectorEnv, *, config: PPOConfig | None = None, seed: int = 0) -> None:
         self.config = config if config is not None else PPOConfig()
         if not isinstance(self.config, PPOConfig):
             raise TypeError(f"config must be a PPOConfig, got {type(self.config).__name__}")
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        self.vec = VecEnvAdapter(env)
         self.env, self.seed = env, int(seed)
-        self.device = env.device
-        self.num_envs = env.num_envs
-        self.obs_dim = int(env.single_observation_space.shape[0])
-        self.act_dim = int(env.single_action_space.shape[0])
+        self.device = self.vec.device
+        self.num_envs = self.vec.num_envs
+        self.obs_dim = self.vec.obs_dim
+        self.act_dim = self.vec.act_dim
         self._check_blocks()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
@@ -190,9 +215,10 @@ class PPO:
             self.optimizer, kl_threshold=self.config.kl_threshold, lr_min=self.config.lr_min, lr_max=self.config.lr_max
         )
         self.obs_rms = RunningMeanStd((self.obs_dim,), device=self.device)
+        self.value_rms = RunningMeanStd((), device=self.device)
         self.env_blocks = self._env_blocks()
         self.entropy_coefs = self._entropy_coefs().to(self.device)
-        raw, _ = env.reset(seed=self.seed)
+        raw = self.vec.reset(seed=self.seed)
         self._obs = self._normalize_obs(raw, update=True)
         self._ep_return = torch.zeros(self.num_envs, device=self.device, dtype=torch.float64)
         # Statistics of the latest iteration in which each block finished episodes (episodes of H > T steps
@@ -201,6 +227,8 @@ class PPO:
         self.last_success_rate = torch.full((self.num_blocks,), float("nan"), dtype=torch.float64)
         self.iterations = 0
         self.env_steps = 0
+        self.optimizer_steps = 0
+        self.last_explained_variance = math.nan
 
     # ---- hooks SAPG overrides ---------------------------------------------------------------------------
     kl_on_policy_only: bool = False
@@ -243,6 +271,13 @@ class PPO:
             self.obs_rms.update(raw)
         return self.obs_rms(raw)
 
+    def _value(self, normalized: torch.Tensor) -> torch.Tensor:
+        """The critic's output in return units (rl_games ``denorm_value``: clamp to +-5 std, then unscale)."""
+        if not self.config.normalize_value:
+            return normalized
+        std = torch.sqrt(self.value_rms.var + 1e-8).to(normalized.dtype)
+        return normalized.clamp(-5.0, 5.0) * std + self.value_rms.mean.to(normalized.dtype)
+
     @torch.no_grad()
     def collect(self) -> dict[str, torch.Tensor]:
         """Run T steps in every environment; returns ``[T, N, ...]`` tensors and episode statistics."""
@@ -255,7 +290,7 @@ class PPO:
         logp_buf = torch.empty(T, N, device=dev)
         val_buf, rew_buf = torch.empty_like(logp_buf), torch.empty_like(logp_buf)
         term_buf = torch.empty(T, N, dtype=torch.bool, device=dev)
-        done_buf = torch.empty_like(term_buf)
+        done_buf, valid_buf = torch.empty_like(term_buf), torch.empty_like(term_buf)
         M = self.num_blocks
         ep_count = torch.zeros(M, device=dev, dtype=torch.float64)
         ep_sum, ep_success = torch.zeros_like(ep_count), torch.zeros_like(ep_count)
@@ -264,19 +299,18 @@ class PPO:
             mean, log_std, value = self.policy(obs, blocks)
             noise = torch.randn(mean.shape, generator=self.generator, device=dev, dtype=mean.dtype)
             action = mean + torch.exp(log_std) * noise
-            raw_next, reward, terminated, truncated, info = self.env.step(action)
-            done = terminated | truncated
-            next_obs = self._normalize_obs(raw_next, update=True)
+            out = self.vec.step(action)
+            terminated, done = out["terminated"], out["terminated"] | out["truncated"]
+            next_obs = self._normalize_obs(out["obs"], update=True)
             true_next = next_obs
-            if "final_obs" in info:
-                final = self._normalize_obs(info["final_obs"], update=False)
-                true_next = torch.where(info["_final_obs"].unsqueeze(1), final, next_obs)
+            if out["next_obs"] is not out["obs"]:
+                true_next = self._normalize_obs(out["next_obs"], update=False)
             obs_buf[t], next_obs_buf[t], act_buf[t], mean_buf[t] = obs, true_next, action, mean
             logp_buf[t] = gaussian_log_prob(action, mean, log_std)
-            val_buf[t] = value
-            rew_buf[t] = reward.to(torch.float32) * self.config.reward_scale
-            term_buf[t], done_buf[t] = terminated, done
-            self._ep_return += reward.to(torch.float64)
+            val_buf[t] = self._value(value)
+            rew_buf[t] = out["reward"] * self.config.reward_scale
+            term_buf[t], done_buf[t], valid_buf[t] = terminated, done, out["valid"]
+            self._ep_return += out["reward"].to(torch.float64)
             if bool(done.any()):
                 d = done.to(torch.float64)
                 ep_count.scatter_add_(0, blocks, d)
@@ -285,18 +319,25 @@ class PPO:
                 self._ep_return = torch.where(done, torch.zeros_like(self._ep_return), self._ep_return)
             obs = next_obs
         self._obs = obs
-        next_values = self.policy.value(next_obs_buf.reshape(T * N, -1), blocks.repeat(T)).reshape(T, N)
-        self.env_steps += T * N
+        next_values = self._value(self.policy.value(next_obs_buf.reshape(T * N, -1), blocks.repeat(T))).reshape(T, N)
+        self.env_steps += int(valid_buf.sum())
         return {
             "obs": obs_buf, "next_obs": next_obs_buf, "actions": act_buf, "means": mean_buf, "log_probs": logp_buf,
             "values": val_buf, "next_values": next_values, "rewards": rew_buf, "terminated": term_buf,
-            "dones": done_buf, "ep_count": ep_count, "ep_return_sum": ep_sum, "ep_success_sum": ep_success,
+            "dones": done_buf, "valid": valid_buf, "ep_count": ep_count, "ep_return_sum": ep_sum,
+            "ep_success_sum": ep_success,
         }  # fmt: skip
 
     # ---- batch and update --------------------------------------------------------------------------------
     @torch.no_grad()
     def build_batch(self, rollout: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Flatten the rollout into PPO samples with GAE targets, plus any extra (off-policy) samples."""
+        """Flatten the rollout into PPO samples with GAE targets, plus any extra (off-policy) samples.
+
+        Values and returns are in return units up to here; with ``normalize_value`` the running statistics are
+        then updated with the batch's values and returns (in that order, as rl_games' ``prepare_dataset``
+        does over the union batch) and both are stored normalised, so the value loss and its clip act in
+        normalised units. Advantages are computed in return units, before that.
+        """
         cfg = self.config
         T, N = rollout["values"].shape
         adv, ret = gae(
@@ -315,17 +356,28 @@ class PPO:
             "advantages": adv.reshape(-1),
             "returns": ret.reshape(-1),
             "off_policy": torch.zeros(T * N, dtype=torch.bool, device=self.device),
+            "valid": rollout["valid"].reshape(-1),
         }
         extra = self._extra_samples(rollout)
         if extra is not None:
             batch = {k: torch.cat((batch[k], extra[k]), dim=0) for k in batch}
+        if not bool(batch["valid"].all()):  # next-step autoreset steps are not transitions
+            keep = batch["valid"]
+            batch = {k: v[keep] for k, v in batch.items()}
+        del batch["valid"]
         batch["entropy_coef"] = self.entropy_coefs[batch["block"]]
+        self.last_explained_variance = explained_variance(batch["old_values"], batch["returns"])
+        if cfg.normalize_value:
+            self.value_rms.update(batch["old_values"])
+            batch["old_values"] = self.value_rms.normalize(batch["old_values"])
+            self.value_rms.update(batch["returns"])
+            batch["returns"] = self.value_rms.normalize(batch["returns"])
         if cfg.normalize_advantages:
             batch["advantages"] = normalize(batch["advantages"])
         return batch
 
     def loss(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The PPO loss of one minibatch (module docstring) and its parts."""
+        """The PPO loss of one minibatch (module docstring), its parts, and the policy outputs it used."""
         cfg = self.config
         mean, log_std, value = self.policy(mb["obs"], mb["block"])
         log_prob = gaussian_log_prob(mb["actions"], mean, log_std)
@@ -342,17 +394,30 @@ class PPO:
                 kl = kl_all.mean()
         parts = {
             "policy_loss": pg.mean().detach(), "value_loss": vl.mean().detach(), "entropy": entropy.mean().detach(),
-            "kl": kl,
+            "kl": kl, "mean": mean.detach(), "log_std": log_std.detach(),
         }  # fmt: skip
         return per_sample.mean(), parts
 
+    def minibatch_size(self) -> int:
+        """On-policy N T / ``num_minibatches``; SAPG's union batch is cut into more minibatches of this size,
+        as rl_games' dataset does (``len(returns) // minibatch_size``)."""
+        return max(1, (self.num_envs * self.config.horizon) // self.config.num_minibatches)
+
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
-        """``epochs`` passes of shuffled minibatch Adam steps; the KL schedule steps after each epoch."""
+        """``epochs`` passes of shuffled minibatch Adam steps; the KL schedule steps after each epoch.
+
+        After each minibatch step the stored old-policy mean/std of its samples become the outputs the policy
+        had for them just before the step (rl_games ``update_mu_sigma``); the importance ratio keeps using the
+        behaviour log-probabilities.
+        """
         cfg = self.config
         n = batch["advantages"].shape[0]
-        mb_size = max(1, (self.num_envs * cfg.horizon) // cfg.num_minibatches)
+        mb_size = self.minibatch_size()
         sums: dict[str, torch.Tensor] = {}
         steps = 0
+        batch = dict(batch)
+        batch["old_mean"] = batch["old_mean"].clone()
+        batch["old_log_std"] = batch["old_log_std"].clone()
         for _ in range(cfg.epochs):
             perm = torch.randperm(n, generator=self.generator, device=self.device)
             kls = []
@@ -363,13 +428,18 @@ class PPO:
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
+                batch["old_mean"][idx] = parts.pop("mean")
+                batch["old_log_std"][idx] = parts.pop("log_std")
                 kls.append(parts["kl"])
                 for k, v in parts.items():
                     sums[k] = sums[k] + v if k in sums else v
                 steps += 1
             if cfg.adaptive_lr:
                 self.lr_schedule.step(float(torch.stack(kls).mean()))
-        return {k: float(v) / max(steps, 1) for k, v in sums.items()}
+        self.optimizer_steps += steps
+        out = {k: float(v) / max(steps, 1) for k, v in sums.items()}
+        out["optimizer_steps"] = steps
+        return out
 
     # ---- public loop -------------------------------------------------------------------------------------
     def iterate(self) -> dict[str, Any]:
@@ -390,6 +460,7 @@ class PPO:
             success_rate=float(self.last_success_rate[b]),
             learning_rate=self.lr_schedule.lr,
             batch_size=int(batch["advantages"].shape[0]),
+            explained_variance=self.last_explained_variance,
             seconds=time.perf_counter() - t0,
         )
         return stats
@@ -420,20 +491,32 @@ class PPO:
 
     @torch.no_grad()
     def evaluate(
-        self, env: TorchVectorEnv, *, seed: int = 12345, block: int | None = None, deterministic: bool = True
+        self,
+        env: gym.vector.VectorEnv,
+        *,
+        seed: int = 12345,
+        block: int | None = None,
+        deterministic: bool = True,
+        max_steps: int | None = None,
     ) -> dict[str, float]:
-        """First-episode return and success (termination) rate of each of ``env``'s copies under one block."""
-        raw, _ = env.reset(seed=seed)
-        n = env.num_envs
-        ret = torch.zeros(n, dtype=torch.float64, device=env.device)
-        active = torch.ones(n, dtype=torch.bool, device=env.device)
-        success = torch.zeros(n, dtype=torch.bool, device=env.device)
-        for _ in range(env.max_episode_steps):
-            a = self.act(raw.to(self.device), block=block, deterministic=deterministic).to(env.device)
-            raw, reward, term, trunc, _ = env.step(a)
-            ret += torch.where(active, reward.to(torch.float64), torch.zeros_like(ret))
-            success |= active & term
-            active &= ~(term | trunc)
+        """First-episode return and success (termination) rate of each of ``env``'s copies under one block.
+
+        Runs until every copy has finished its first episode, or ``max_steps`` steps (default: the env's
+        ``max_episode_steps``, else 10,000).
+        """
+        vec = VecEnvAdapter(env, device=self.device)
+        raw = vec.reset(seed=seed)
+        n = vec.num_envs
+        limit = max_steps if max_steps is not None else (vec.max_episode_steps or 10_000)
+        ret = torch.zeros(n, dtype=torch.float64, device=self.device)
+        active = torch.ones(n, dtype=torch.bool, device=self.device)
+        success = torch.zeros(n, dtype=torch.bool, device=self.device)
+        for _ in range(int(limit)):
+            out = vec.step(self.act(raw, block=block, deterministic=deterministic))
+            raw = out["obs"]
+            ret += torch.where(active, out["reward"].to(torch.float64), torch.zeros_like(ret))
+            success |= active & out["terminated"]
+            active &= ~(out["terminated"] | out["truncated"])
             if not bool(active.any()):
                 break
         return {"return": float(ret.mean()), "success_rate": float(success.to(torch.float64).mean())}

@@ -137,9 +137,12 @@ class RunningMeanStd:
         self.var = m2 / total
         self.count = total
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """``clamp((x - mean) / sqrt(var + 1e-8), -clip, clip)`` with the current statistics."""
         z = (x - self.mean.to(x.dtype)) / torch.sqrt(self.var.to(x.dtype) + 1e-8)
         return torch.clamp(z, -self.clip, self.clip)
+
+    __call__ = normalize
 
 
 class KLAdaptiveLR:

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import gymnasium as gym
 import torch
 
-from icml24.rl.envs.batched import TorchVectorEnv
 from icml24.rl.ppo.agent import PPO, BlockActorCritic, PPOConfig
 
 __all__ = ["SAPGConfig", "SAPG", "entropy_schedule", "follower_blocks_for_leader"]
@@ -90,7 +90,7 @@ def follower_blocks_for_leader(repeat_idxs: list[int] | torch.Tensor) -> list[in
 
 
 class SAPG(PPO):
-    """SAPG on a :class:`~icml24.rl.envs.TorchVectorEnv` whose ``num_envs`` is divisible by ``num_blocks``.
+    """SAPG on a Gymnasium vector env (Box spaces) whose ``num_envs`` is divisible by ``num_blocks``.
 
     Example:
         >>> from icml24.rl.envs import BatchedPendulum
@@ -100,7 +100,7 @@ class SAPG(PPO):
         (3, 16)
     """
 
-    def __init__(self, env: TorchVectorEnv, *, config: SAPGConfig | None = None, seed: int = 0) -> None:
+    def __init__(self, env: gym.vector.VectorEnv, *, config: SAPGConfig | None = None, seed: int = 0) -> None:
         self.sapg_config = config if config is not None else SAPGConfig()
         if not isinstance(self.sapg_config, SAPGConfig):
             raise TypeError(f"config must be a SAPGConfig, got {type(self.sapg_config).__name__}")
@@ -178,8 +178,8 @@ class SAPG(PPO):
             next_obs = rollout["next_obs"][:, envs].reshape(T * n, -1)
             tgt = target.repeat(T)
             # One-step targets under the *target* block's critic (official code: returns = r + gamma V(s') (1 - d)).
-            v = self.policy.value(obs, tgt)
-            v_next = self.policy.value(next_obs, tgt)
+            v = self._value(self.policy.value(obs, tgt))
+            v_next = self._value(self.policy.value(next_obs, tgt))
             r = rollout["rewards"][:, envs].reshape(-1)
             not_term = 1.0 - rollout["terminated"][:, envs].reshape(-1).to(v.dtype)
             ret = r + cfg.gamma * not_term * v_next
@@ -192,6 +192,7 @@ class SAPG(PPO):
                 "old_log_std": log_std[behaviour_blocks],
                 "old_values": v, "advantages": ret - v, "returns": ret,
                 "off_policy": torch.ones(T * n, dtype=torch.bool, device=self.device),
+                "valid": rollout["valid"][:, envs].reshape(-1),
             })  # fmt: skip
         return {k: torch.cat([p[k] for p in parts], dim=0) for k in parts[0]}
 
