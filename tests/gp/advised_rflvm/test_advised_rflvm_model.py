@@ -8,7 +8,13 @@ import torch
 from sklearn.base import clone
 
 from icml24.gp import SpectralMixtureKernel
-from icml24.gp.advised_rflvm import AdvisedRFLVM, linear_gplvm_closed_form, linear_gplvm_loglik, rflvm_elbo
+from icml24.gp.advised_rflvm import (
+    AdvisedRFLVM,
+    linear_gplvm_closed_form,
+    linear_gplvm_loglik,
+    rflvm_elbo,
+    rflvm_official_loss,
+)
 from icml24.gp.advised_rflvm.reproduce import make_s_curve_gp
 
 D64 = torch.float64
@@ -99,7 +105,7 @@ def test_fit_shapes_and_determinism():
     np.testing.assert_array_equal(a.fit_transform(y), a.transform(y))
     assert a.noise_variance_ > 0 and np.isfinite(a.loss_curve_).all()
     assert a.reconstruct().shape == y.shape
-    new = a.transform(y[:4] + 0.01, n_steps=20)
+    new = a.set_params(transform_n_iter=20).transform(y[:4] + 0.01)
     assert new.shape == (4, 2) and np.isfinite(new).all()
     assert clone(a).get_params()["n_iter"] == 30
     c = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=1).fit(y)
@@ -142,8 +148,8 @@ def test_impute_fills_only_missing_and_beats_mean():
 @pytest.mark.parametrize(
     "data, kwargs, match",
     [
-        (np.ones(5), {}, "2-D"),
-        (np.array([[1.0, np.inf], [0.0, 1.0], [2.0, 3.0]]), {}, "inf"),
+        (np.ones(5), {}, "2D"),
+        (np.array([[1.0, np.inf], [0.0, 1.0], [2.0, 3.0]]), {}, "infinity"),
         (np.array([[np.nan, np.nan], [0.0, 1.0], [2.0, 3.0]]), {}, "no observed"),
         (np.ones((5, 2)) + np.arange(10).reshape(5, 2), {"n_components": 3}, "data dimension"),
         (np.arange(10.0).reshape(5, 2), {"n_components": 1, "noise_variance": -1.0}, "noise_variance"),
@@ -159,9 +165,77 @@ def test_bad_input(data, kwargs, match):
 
 
 def test_bad_input_type_and_unfitted():
-    with pytest.raises(TypeError, match="numeric"):
+    with pytest.raises((TypeError, ValueError), match="X"):
         AdvisedRFLVM(n_iter=2).fit([["a", "b"], ["c", "d"]])
     with pytest.raises(Exception, match="not fitted"):
         AdvisedRFLVM().transform(np.ones((3, 3)))
     with pytest.raises(ValueError, match="n_components"):
         linear_gplvm_closed_form(np.ones((3, 2)), 3)
+
+
+def _official_by_hand(y, x, phi, noise, mean, std):
+    """The official ``compute_loss`` (kl_option=True) written out with numpy determinants and solves."""
+    n, d = y.shape
+    q, m = mean.shape[1], phi.shape[1]
+    kl = 0.5 * (mean**2 + std**2 - 1 - np.log(std**2)).sum() / (n * q) / (n * 50)
+    if n > m:
+        a = phi.T @ phi + (noise + 1e-8) * np.eye(m)
+        quad = (y * y).sum() - np.trace(y.T @ phi @ np.linalg.solve(a, phi.T @ y))
+        # log Π diag chol(A) = ½ log|A|, entering once instead of D/2 times; (N - M)·√σ² instead of (D/2)(N-M) log σ².
+        return quad / (2 * noise) + 0.5 * np.linalg.slogdet(a)[1] + (n - m) * np.sqrt(noise) + 0.5 * n * np.log(2 * np.pi) + kl
+    c = phi @ phi.T + noise * np.eye(n)
+    chol = np.linalg.cholesky(c)
+    quad = (np.linalg.solve(chol, y) ** 2).sum()
+    return (0.5 * n * d * np.log(2 * np.pi) + d * np.log(np.diag(chol).sum()) + 0.5 * quad) / (d * n) + kl
+
+
+@pytest.mark.parametrize("n", [30, 6])  # N > M (Woodbury branch) and N <= M (dense branch), M = 2*2*3 = 12
+def test_official_loss_matches_the_official_formula(n):
+    g = torch.Generator().manual_seed(4)
+    y = torch.randn(n, 5, generator=g, dtype=D64)
+    kern = SpectralMixtureKernel(n_components=2, input_dim=2, means=torch.rand(2, 2, generator=g, dtype=D64))
+    mean, std = torch.randn(n, 2, generator=g, dtype=D64), torch.rand(n, 2, generator=g, dtype=D64) + 0.1
+    eps_x, eps_omega = torch.randn(n, 2, generator=g, dtype=D64), torch.randn(2, 3, 2, generator=g, dtype=D64)
+    noise = torch.tensor(0.3, dtype=D64)
+    got = float(rflvm_official_loss(y, mean, std, kern, noise, eps_x=eps_x, eps_omega=eps_omega).detach())
+    with torch.no_grad():
+        phi = kern.features(mean + std * eps_x, eps_omega).numpy()
+    want = _official_by_hand(y.numpy(), None, phi, 0.3, mean.numpy(), std.numpy())
+    assert got == pytest.approx(want, rel=1e-10)
+    # It is not the negative ELBO (which multiplies log|A| by D and has (D/2)(N-M) log σ²).
+    elbo = float(rflvm_elbo(y, mean, std, kern, noise, eps_x=eps_x, eps_omega=eps_omega))
+    assert abs(got + elbo) > 1e-3 * abs(elbo)
+
+
+def test_official_objective_fits_and_rejects_missing_entries():
+    y = _low_rank_data(30, 6)
+    m = AdvisedRFLVM(2, objective="official", n_iter=100, n_frequencies=5, random_state=0).fit(y)
+    curve = m.loss_curve_  # one-sample estimates are noisy: compare medians of the first and last 20 steps
+    assert np.isfinite(m.embedding_).all() and np.median(curve[-20:]) < np.median(curve[:20])
+    y_missing = y.copy()
+    y_missing[0, 0] = np.nan
+    with pytest.raises(ValueError, match="official"):
+        AdvisedRFLVM(2, objective="official", n_iter=2).fit(y_missing)
+    with pytest.raises(ValueError, match="objective"):
+        AdvisedRFLVM(2, objective="paper", n_iter=2).fit(y)
+
+
+def test_transform_is_row_order_and_subset_independent():
+    y = _low_rank_data(30, 6)
+    m = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, transform_n_iter=30, random_state=0).fit(y)
+    perm = np.random.default_rng(0).permutation(30)
+    np.testing.assert_array_equal(m.transform(y[perm]), m.embedding_[perm])
+    np.testing.assert_array_equal(m.transform(y[perm[:7]]), m.embedding_[perm[:7]])
+    # New rows, alone or inside a shuffled batch with training rows, get the same latent.
+    new = y[:5] + 0.05
+    batch = np.vstack([y[10:20], new])[np.r_[14, 3, 10, 0, 12, 5, 11, 7, 13, 1, 2, 4, 6, 8, 9]]
+    alone = m.transform(new)
+    mixed = m.transform(batch)
+    pos = {14: 4, 10: 0, 12: 2, 11: 1, 13: 3}  # batch position of each new row -> its index in `new`
+    for i, j in pos.items():
+        np.testing.assert_allclose(mixed[list(np.r_[14, 3, 10, 0, 12, 5, 11, 7, 13, 1, 2, 4, 6, 8, 9]).index(i)],
+                                   alone[j], atol=1e-10)  # fmt: skip
+    # Duplicate training rows map to the mean of their latents.
+    y_dup = np.vstack([y, y[:1]])
+    md = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=0).fit(y_dup)
+    np.testing.assert_allclose(md.transform(y_dup[:1])[0], md.embedding_[[0, 30]].mean(0))

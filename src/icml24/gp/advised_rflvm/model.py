@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 from torch.nn import functional as F
 
@@ -33,9 +34,17 @@ from icml24.gp.gaussian import (
     lowrank_posterior_weights,
 )
 from icml24.gp.kernels import RBFKernel, SpectralMixtureKernel, rbf_to_sm_variance
-from icml24.gp.linalg import DEFAULT_DTYPE
+from icml24.gp.linalg import DEFAULT_DTYPE, psd_cholesky
 
-__all__ = ["AdvisedRFLVM", "rflvm_elbo"]
+__all__ = ["AdvisedRFLVM", "rflvm_elbo", "rflvm_official_loss"]
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+
+    def _validate_data(est, x, *, reset, ensure_all_finite, **kw):
+        return est._validate_data(x, reset=reset, force_all_finite=ensure_all_finite, **kw)
+
 
 _NOISE_FLOOR = 1e-6  # relative to the data variance: keeps A = ΦᵀΦ + σ²I well conditioned
 
@@ -59,6 +68,9 @@ def rflvm_elbo(
     returns ``Σ_d log N(y_d | 0, Φ(x) Φ(x)ᵀ + σ² I) - kl_weight · KL(q(X) || N(0, I))``, the likelihood by
     Woodbury (or the dense N×N Cholesky when ``dense``, for N <= M).
     """
+    _check_elbo_args(y, latent_mean, latent_std, eps_x)
+    if not (isinstance(kl_weight, (int, float)) and math.isfinite(kl_weight) and kl_weight >= 0):
+        raise ValueError(f"kl_weight must be a finite number >= 0, got {kl_weight!r}")
     x = latent_mean + latent_std * eps_x
     phi = kernel.features(x, eps_omega)
     if dense:
@@ -69,6 +81,68 @@ def rflvm_elbo(
     else:
         loglik = gaussian_loglik_lowrank(y, phi, noise, mask=mask)
     return loglik - kl_weight * kl_diag_normal_std(latent_mean, latent_std)
+
+
+_OFFICIAL_JITTER = 1e-8  # the official code's ``zitter`` added to the noise in ``A``
+
+
+def rflvm_official_loss(
+    y: torch.Tensor,
+    latent_mean: torch.Tensor,
+    latent_std: torch.Tensor,
+    kernel: torch.nn.Module,
+    noise: torch.Tensor,
+    *,
+    eps_x: torch.Tensor,
+    eps_omega: torch.Tensor,
+) -> torch.Tensor:
+    """The loss that the official code minimises (``RFF_GPLVM.compute_loss`` with ``kl_option=True``), an ablation.
+
+    It is *not* the negative ELBO of the paper. With ``A = ΦᵀΦ + (σ² + 1e-8) I_M`` and ``L = chol(A)``, for
+    ``N > M`` it is ``(1/(2σ²))[tr(YᵀY) - ||L⁻¹ΦᵀY||²] + Σ log diag L + (N - M)·√σ² + (N/2) log 2π``: the
+    log-determinant ``log|A|`` enters once (halved) instead of ``D/2`` times, and the noise term
+    ``(D/2)(N - M) log σ²`` is replaced by ``(N - M)·√σ²``. For ``N <= M`` it is
+    ``[(ND/2) log 2π + D·log(Σ diag C) + ½||C⁻¹Y||²]/(ND)`` with ``C = chol(ΦΦᵀ + σ²I)`` (the log of a *sum*
+    of the diagonal). The KL term is ``KL(q(X)||p(X)) / (N·Q) / (N·50)``. Same reparameterised draws as
+    :func:`rflvm_elbo`; returns the loss to minimise (a scalar).
+    """
+    _check_elbo_args(y, latent_mean, latent_std, eps_x)
+    n, d = y.shape
+    q = latent_mean.shape[1]
+    x = latent_mean + latent_std * eps_x
+    phi = kernel.features(x, eps_omega)
+    noise = torch.as_tensor(noise, dtype=y.dtype)
+    m = phi.shape[1]
+    if n > m:
+        a = phi.T @ phi + (noise + _OFFICIAL_JITTER) * torch.eye(m, dtype=y.dtype)
+        chol = psd_cholesky(a, jitter=0.0, name="A = PhiᵀPhi + noise I")
+        b = torch.linalg.solve_triangular(chol, phi.T @ y, upper=False)
+        nll = (0.5 / noise) * ((y * y).sum() - (b * b).sum())
+        nll = nll + torch.log(torch.diagonal(chol)).sum()
+        nll = nll - m * noise.sqrt() + 0.5 * n * (math.log(2 * math.pi) + 2 * noise.sqrt())
+    else:
+        c = phi @ phi.T + noise * torch.eye(n, dtype=y.dtype)
+        chol = psd_cholesky(c, jitter=0.0, name="C = PhiPhiᵀ + noise I")
+        alpha = torch.linalg.solve_triangular(chol, y, upper=False)
+        nll = (0.5 * n * d * math.log(2 * math.pi) + torch.diagonal(chol).sum().log() * d
+               + 0.5 * (alpha * alpha).sum()) / (d * n)  # fmt: skip
+    kl = kl_diag_normal_std(latent_mean, latent_std) / (n * q) / (n * 50)
+    return nll + kl
+
+
+def _check_elbo_args(y: torch.Tensor, latent_mean: torch.Tensor, latent_std: torch.Tensor, eps_x: torch.Tensor) -> None:
+    for name, t in (("y", y), ("latent_mean", latent_mean), ("latent_std", latent_std), ("eps_x", eps_x)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+    if latent_mean.shape[0] != y.shape[0]:
+        raise ValueError(f"latent_mean must have one row per row of y ({y.shape[0]}), got {latent_mean.shape[0]}")
+    if latent_std.shape != latent_mean.shape or eps_x.shape != latent_mean.shape:
+        raise ValueError(
+            f"latent_std and eps_x must have the shape of latent_mean {tuple(latent_mean.shape)}, got "
+            f"{tuple(latent_std.shape)} and {tuple(eps_x.shape)}"
+        )
 
 
 class AdvisedRFLVM(TransformerMixin, BaseEstimator):
@@ -87,16 +161,21 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
             data; the initial value when ``learn_noise`` else the fixed value. ``None``: 0.1.
         learn_noise: learn σ² (the paper's fix) or keep it fixed (the collapse-prone setting).
         kl_weight: weight of ``KL(q(X)||p(X))`` (1 is the ELBO; ~0 mimics the official code's down-weighting).
+        objective: ``"elbo"`` (the paper's ELBO, Sec. 4) or ``"official"`` (the official code's loss,
+            :func:`rflvm_official_loss`, an ablation; ``kl_weight`` is then unused and missing entries are not
+            supported).
         n_iter: Adam steps (official code: 10,000).
         learning_rate: Adam learning rate (official code: 0.01).
         scaling: ``"frobenius"`` divides the centred data by its Frobenius norm (official demo), ``"standard"``
             standardises each column, ``"none"`` only centres.
         n_eval_draws: frequency draws averaged for the posterior mean in :meth:`impute` and :meth:`transform`.
-        random_state: seed of all draws (initialisation, ε for X and for ω).
+        transform_n_iter: Adam steps of the MAP search for rows :meth:`transform` has not seen in ``fit``.
+        random_state: seed of all draws (initialisation, ε for X and for ω): ``None``, an int or a
+            ``numpy.random.RandomState``.
 
     Fitted attributes: ``embedding_`` (latent means, ``(N, Q)``), ``latent_std_``, ``noise_variance_`` (σ² in
-    preprocessed units), ``kernel_`` (the fitted kernel module), ``loss_curve_`` (negative ELBO per data entry,
-    every step), ``n_features_in_``, ``mean_``, ``scale_``.
+    preprocessed units), ``kernel_`` (the fitted kernel module), ``loss_curve_`` (the loss per step: negative
+    ELBO per data entry, or the official loss), ``n_features_in_``, ``mean_``, ``scale_``.
     """
 
     def __init__(
@@ -109,11 +188,13 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         noise_variance: float | None = None,
         learn_noise: bool = True,
         kl_weight: float = 1.0,
+        objective: Literal["elbo", "official"] = "elbo",
         n_iter: int = 10_000,
         learning_rate: float = 0.01,
         scaling: Literal["frobenius", "standard", "none"] = "frobenius",
         n_eval_draws: int = 10,
-        random_state: int | None = None,
+        transform_n_iter: int = 300,
+        random_state: int | np.random.RandomState | None = None,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -122,75 +203,99 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         self.noise_variance = noise_variance
         self.learn_noise = learn_noise
         self.kl_weight = kl_weight
+        self.objective = objective
         self.n_iter = n_iter
         self.learning_rate = learning_rate
         self.scaling = scaling
         self.n_eval_draws = n_eval_draws
+        self.transform_n_iter = transform_n_iter
         self.random_state = random_state
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN marks a missing entry
+        return tags
+
+    def _more_tags(self) -> dict:  # scikit-learn < 1.6
+        return {"allow_nan": True}
 
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int, d: int) -> None:
-        if not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1:
+        if isinstance(self.n_components, bool) or not isinstance(self.n_components, (int, np.integer)):
+            raise TypeError(f"n_components must be an int, got {type(self.n_components).__name__}")
+        if self.n_components < 1:
             raise ValueError(f"n_components must be a positive int, got {self.n_components!r}")
         if self.n_components > d:
             raise ValueError(
                 f"n_components (latent dimension {self.n_components}) must not exceed the data dimension {d}"
             )
-        if n < 2:
-            raise ValueError(f"need at least 2 samples, got {n}")
         if self.kernel not in ("sm", "rbf"):
             raise ValueError(f"kernel must be 'sm' or 'rbf', got {self.kernel!r}")
-        for name in ("n_mixtures", "n_frequencies", "n_iter", "n_eval_draws"):
+        if self.objective not in ("elbo", "official"):
+            raise ValueError(f"objective must be 'elbo' or 'official', got {self.objective!r}")
+        for name in ("n_mixtures", "n_frequencies", "n_iter", "n_eval_draws", "transform_n_iter"):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+            if v < (0 if name == "transform_n_iter" else 1):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if self.noise_variance is not None and not (self.noise_variance > 0 and math.isfinite(self.noise_variance)):
-            raise ValueError(f"noise_variance must be a finite value > 0 (or None), got {self.noise_variance!r}")
-        if not (self.kl_weight >= 0 and math.isfinite(self.kl_weight)):
-            raise ValueError(f"kl_weight must be finite and >= 0, got {self.kl_weight!r}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        for name, lo_ok in (("noise_variance", False), ("kl_weight", True), ("learning_rate", False)):
+            v = getattr(self, name)
+            if v is None and name == "noise_variance":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} must be a number, got {type(v).__name__}")
+            if not math.isfinite(v) or v < 0 or (v == 0 and not lo_ok):
+                raise ValueError(f"{name} must be finite and {'>= 0' if lo_ok else '> 0'}, got {v!r}")
+        if not isinstance(self.learn_noise, (bool, np.bool_)):
+            raise TypeError(f"learn_noise must be a bool, got {type(self.learn_noise).__name__}")
         if self.scaling not in ("frobenius", "standard", "none"):
             raise ValueError(f"scaling must be 'frobenius', 'standard' or 'none', got {self.scaling!r}")
 
-    @staticmethod
-    def _check_data(x: object, name: str = "X") -> np.ndarray:
+    def _check_data(self, x: object, *, reset: bool) -> np.ndarray:
+        """scikit-learn's input validation (2-D, numeric, dense, no inf; NaN allowed as missing), with the
+        argument named in every message."""
         try:
-            arr = np.asarray(x, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a numeric array-like, got {type(x).__name__}") from exc
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {arr.shape}")
-        if np.isinf(arr).any():
-            raise ValueError(f"{name} must not contain inf (NaN marks a missing entry)")
+            arr = _validate_data(
+                self, x, reset=reset, accept_sparse=False, dtype=np.float64, ensure_all_finite="allow-nan",
+                ensure_min_samples=2 if reset else 1,
+            )  # fmt: skip
+        except TypeError as exc:
+            raise TypeError(f"X: {exc}") from exc
+        except ValueError as exc:
+            msg = str(exc)
+            raise ValueError(msg if msg.startswith("X") else f"X: {msg}") from exc
         if np.isnan(arr).all(axis=1).any() or np.isnan(arr).all(axis=0).any():
-            raise ValueError(f"{name} has a row or a column with no observed (non-NaN) entry")
+            raise ValueError("X has a row or a column with no observed (non-NaN) entry")
         return arr
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: np.ndarray, y: object = None) -> AdvisedRFLVM:  # noqa: N803 - scikit-learn signature
         """Fit the variational latents, kernel and σ² by maximising the ELBO. ``y`` is ignored."""
-        data = self._check_data(X)
+        data = self._check_data(X, reset=True)
         n, d = data.shape
         self._check_params(n, d)
         observed = ~np.isnan(data)
         has_missing = not observed.all()
-        self.mean_ = np.nanmean(data, axis=0)
-        centred = np.where(observed, data - self.mean_, 0.0)
+        if has_missing and self.objective == "official":
+            raise ValueError("X has missing (NaN) entries, which objective='official' does not support")
+        mean = np.nanmean(data, axis=0)
+        centred = np.where(observed, data - mean, 0.0)
         if self.scaling == "frobenius":
             scale = np.full(d, np.sqrt((centred**2).sum()))
         elif self.scaling == "standard":
             scale = np.sqrt((centred**2).sum(0) / observed.sum(0))
         else:
             scale = np.ones(d)
-        self.scale_ = np.where(scale > 0, scale, 1.0)
-        yt = torch.as_tensor(centred / self.scale_, dtype=DEFAULT_DTYPE)
+        scale = np.where(scale > 0, scale, 1.0)
+        yt = torch.as_tensor(centred / scale, dtype=DEFAULT_DTYPE)
         mask = torch.as_tensor(observed) if has_missing else None
         data_var = float((yt**2).sum() / observed.sum())
         if data_var <= 0:
             raise ValueError("X is constant: there is nothing to embed")
 
-        gen = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**62)))
+        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        gen = torch.Generator().manual_seed(seed)
         q = int(self.n_components)
         kern = self._init_kernel(q, data_var, gen)
         mu0 = self._pca_init(np.where(observed, centred, 0.0), q)
@@ -210,33 +315,39 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         n_entries = float(observed.sum())
         for it in range(int(self.n_iter)):
             opt.zero_grad(set_to_none=True)
-            elbo = rflvm_elbo(
-                yt,
-                mu_x,
-                F.softplus(raw_s),
-                kern,
-                F.softplus(raw_noise) + floor,
-                eps_x=torch.randn(n, q, generator=gen, dtype=DEFAULT_DTYPE),
-                eps_omega=torch.randn(m, n_freq, q, generator=gen, dtype=DEFAULT_DTYPE),
-                mask=mask,
-                kl_weight=self.kl_weight,
-                dense=use_dense,
-            )
-            loss = -elbo / n_entries
+            draws = {
+                "eps_x": torch.randn(n, q, generator=gen, dtype=DEFAULT_DTYPE),
+                "eps_omega": torch.randn(m, n_freq, q, generator=gen, dtype=DEFAULT_DTYPE),
+            }
+            noise = F.softplus(raw_noise) + floor
+            if self.objective == "official":
+                loss = rflvm_official_loss(yt, mu_x, F.softplus(raw_s), kern, noise, **draws)
+            else:
+                elbo = rflvm_elbo(
+                    yt, mu_x, F.softplus(raw_s), kern, noise, mask=mask, kl_weight=float(self.kl_weight),
+                    dense=use_dense, **draws,
+                )  # fmt: skip
+                loss = -elbo / n_entries
             loss.backward()
             opt.step()
             losses[it] = float(loss.detach())
+        self.mean_ = mean
+        self.scale_ = scale
         with torch.no_grad():
             self.noise_variance_ = float(F.softplus(raw_noise) + floor)
             self.embedding_ = mu_x.detach().numpy().copy()
             self.latent_std_ = F.softplus(raw_s).detach().numpy().copy()
         self.kernel_ = kern
         self.loss_curve_ = losses
-        self.n_features_in_ = d
         self.n_iter_ = int(self.n_iter)
         self._y = yt
         self._mask = mask
         self._train_data = data
+        # Row lookup for transform: a row seen in fit maps to its latent mean (averaged over duplicate rows),
+        # whatever its position, so transform(X[perm]) == transform(X)[perm].
+        self._row_index: dict[bytes, list[int]] = {}
+        for i, row in enumerate(data):
+            self._row_index.setdefault(_row_key(row), []).append(i)
         self._eval_eps = torch.randn(int(self.n_eval_draws), m, n_freq, q, generator=gen, dtype=DEFAULT_DTYPE)
         with torch.no_grad():
             mu = torch.as_tensor(self.embedding_, dtype=DEFAULT_DTYPE)
@@ -288,21 +399,36 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         ``X`` defaults to the training data; if given it must be the array passed to :meth:`fit`.
         """
         check_is_fitted(self, "embedding_")
-        data = self._train_data if X is None else self._check_data(X)
+        data = self._train_data if X is None else self._check_data(X, reset=False)
         if data.shape != self._train_data.shape or not np.array_equal(data, self._train_data, equal_nan=True):
-            raise ValueError("impute(X) needs the data the model was fitted on (call fit(X) first)")
+            raise ValueError("X: impute(X) needs the data the model was fitted on (call fit(X) first)")
         return np.where(np.isnan(data), self.reconstruct(), data)
 
-    def transform(self, X: np.ndarray, *, n_steps: int = 300) -> np.ndarray:  # noqa: N803
-        """Latent means of ``X``: the fitted ``embedding_`` for the training data; for new rows, the MAP latent
-        under the fitted model (posterior-mean map, σ², prior ``N(0, I)``), found by Adam from the latent of
-        the nearest training row."""
+    def transform(self, X: np.ndarray) -> np.ndarray:  # noqa: N803
+        """Latent means of the rows of ``X``, each row on its own (row order and batch do not matter).
+
+        A row that was in the training data gets its fitted latent mean (``embedding_``; the mean over
+        identical training rows). Any other row gets the MAP latent under the fitted model (posterior-mean
+        map, σ², prior ``N(0, I)``), found by ``transform_n_iter`` Adam steps from the latent of the training row
+        whose reconstruction is nearest. The paper defines no out-of-sample map; this one is ours.
+        """
         check_is_fitted(self, "embedding_")
-        data = self._check_data(X)
-        if data.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have {self.n_features_in_} columns, got {data.shape[1]}")
-        if data.shape == self._train_data.shape and np.array_equal(data, self._train_data, equal_nan=True):
-            return self.embedding_.copy()
+        data = self._check_data(X, reset=False)
+        out = np.empty((data.shape[0], self.embedding_.shape[1]))
+        new_rows = []
+        for i, row in enumerate(data):
+            idx = self._row_index.get(_row_key(row))
+            if idx is None:
+                new_rows.append(i)
+            else:
+                out[i] = self.embedding_[idx].mean(0)
+        if new_rows:
+            out[new_rows] = self._map_latents(data[new_rows])
+        return out
+
+    def _map_latents(self, data: np.ndarray) -> np.ndarray:
+        # Each row's objective involves only its own latent, and Adam's update is element-wise, so every row
+        # follows the trajectory it would follow alone.
         obs = ~np.isnan(data)
         yt = torch.as_tensor(np.where(obs, (data - self.mean_) / self.scale_, 0.0), dtype=DEFAULT_DTYPE)
         w = torch.as_tensor(obs, dtype=DEFAULT_DTYPE)
@@ -310,13 +436,18 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         dist = (w.unsqueeze(1) * (yt.unsqueeze(1) - recon.unsqueeze(0)) ** 2).sum(-1)
         x = torch.nn.Parameter(torch.as_tensor(self.embedding_, dtype=DEFAULT_DTYPE)[dist.argmin(1)].clone())
         opt = torch.optim.Adam([x], lr=0.05)
-        for _ in range(n_steps):
+        for _ in range(int(self.transform_n_iter)):
             opt.zero_grad(set_to_none=True)
             f = sum(self.kernel_.features(x, e) @ b for e, b in zip(self._eval_eps, self._betas)) / len(self._betas)
             loss = (w * (yt - f) ** 2).sum() / (2 * self.noise_variance_) + 0.5 * (x * x).sum()
             loss.backward()
             opt.step()
         return x.detach().numpy()
+
+
+def _row_key(row: np.ndarray) -> bytes:
+    # +0.0 folds -0.0 into 0.0; NaN (missing) rows compare by their bit pattern, which numpy keeps.
+    return np.ascontiguousarray(row + 0.0, dtype=np.float64).tobytes()
 
 
 def _inv_softplus(v: float) -> float:

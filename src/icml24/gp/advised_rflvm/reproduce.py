@@ -45,6 +45,9 @@ GP_METHODS = {
     "sm_learned": {"kernel": "sm", "learn_noise": True},
     "rbf_learned": {"kernel": "rbf", "learn_noise": True},
     "rbf_fixed_large": {"kernel": "rbf", "learn_noise": False, "noise_variance": 10.0},
+    # Ablation: the official code's loss (its √σ² noise term, log|A| not multiplied by D, KL / (50 N² Q)).
+    "sm_official": {"kernel": "sm", "learn_noise": True, "objective": "official"},
+    "rbf_official": {"kernel": "rbf", "learn_noise": True, "objective": "official"},
 }
 SK_METHODS = ("pca", "isomap", "kpca")
 METHODS = (*GP_METHODS, *SK_METHODS)
@@ -52,6 +55,8 @@ LABELS = {
     "sm_learned": "advisedRFLVM (SM, learned σ²)",
     "rbf_learned": "RBF-RFLVM, learned σ²",
     "rbf_fixed_large": "RBF-RFLVM, σ² fixed at 10·var(Y)",
+    "sm_official": "advisedRFLVM, official code's loss",
+    "rbf_official": "RBF-RFLVM, official code's loss",
     "pca": "PCA",
     "isomap": "Isomap",
     "kpca": "Kernel PCA (RBF)",
@@ -66,22 +71,28 @@ _SCALE_CFG = {
 
 # ---------------------------------------------------------------------------------------------- data
 def make_s_curve_gp(n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """S-curve coordinates -> ``d`` GP draws (0.5 RBF(l=1) + 0.5 periodic(l=1, period 4.5)) + N(5, 0.5²).
+    """The official S-curve data (``dataset_mine/loader.py: gen_s_curve_torch``) at our size.
 
-    Returns ``(Y, Z, t)``: data ``(n, d)``, true standardised 2-D coordinates, curve parameter.
+    Latent: the S-shaped ``(x, z)`` coordinates of ``sklearn.datasets.make_s_curve`` (the height dropped, as
+    the official ``np.delete(X, 1, axis=1)``), each divided by its std, rows sorted by the curve parameter t.
+    Outputs: ``d`` GP draws with kernel ``0.5·RBF(l=1) + 0.5·Periodic(l=1, period 4.5)`` (GPyTorch's forms:
+    ``exp(-||τ||²/2)`` and ``exp(-2 Σ_q sin²(π τ_q / 4.5))``, each with jitter 1e-5) plus N(5, 0.5²) noise.
+    The official sizes are N=500, D=100.
+
+    Returns ``(Y, Z, t)``: data ``(n, d)``, the true 2-D coordinates, the curve parameter.
     """
     from sklearn.datasets import make_s_curve
 
     pts, t = make_s_curve(n, random_state=int(rng.integers(2**31)))
-    z = np.c_[t, pts[:, 1]]
-    z = (z - z.mean(0)) / z.std(0)
-    order = np.argsort(z[:, 0])
+    z = np.delete(pts, 1, axis=1)
+    z = z / z.std(0)
+    order = np.argsort(t)
     z, t = z[order], t[order]
-    dist = np.sqrt(((z[:, None, :] - z[None, :, :]) ** 2).sum(-1))
-    k = 0.5 * np.exp(-0.5 * dist**2) + 0.5 * np.exp(-2.0 * np.sin(np.pi * dist / 4.5) ** 2)
-    # The periodic kernel on Euclidean distance in 2-D is not exactly PSD: sample through clipped eigenpairs.
-    lam, u = np.linalg.eigh(k)
-    f = (u * np.sqrt(np.clip(lam, 0.0, None))) @ rng.standard_normal((n, d))
+    diff = z[:, None, :] - z[None, :, :]
+    rbf = np.exp(-0.5 * (diff**2).sum(-1))
+    periodic = np.exp(-2.0 * (np.sin(np.pi * np.abs(diff) / 4.5) ** 2).sum(-1))
+    k = 0.5 * rbf + 0.5 * periodic + 2e-5 * np.eye(n)  # a sum of PSD kernels: a Cholesky factor exists
+    f = np.linalg.cholesky(k) @ rng.standard_normal((n, d))
     return f + rng.normal(5.0, 0.5, size=(n, d)), z, t
 
 
