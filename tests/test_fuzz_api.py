@@ -42,7 +42,6 @@ KNOWN_MISSING = {
     "conformal-decision-sets",
     "stochastic-q",
     "max-reward-rl",
-    "sapg",
     "advised-rflvm",
     "kep-svgp",
     "size-invariant-sod",

@@ -157,7 +157,7 @@ def test_bad_configs() -> None:
         SAPGConfig(aggregation="all")
     with pytest.raises(ValueError, match="num_blocks"):
         SAPGConfig(num_blocks=0)
-    with pytest.raises(ValueError, match="num_blocks"):
+    with pytest.raises(TypeError, match="num_blocks"):
         SAPGConfig(num_blocks=True)
     with pytest.raises(TypeError, match="SAPGConfig"):
         SAPG(BatchedPendulum(num_envs=4), config=PPOConfig())

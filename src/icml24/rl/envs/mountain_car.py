@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
 
 __all__ = ["BatchedMountainCarContinuous"]
@@ -43,7 +44,7 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        self.goal_velocity = float(goal_velocity)
+        self.goal_velocity = _checks.real("goal_velocity", goal_velocity, low=0.0)
         low = np.array([self.min_position, -self.max_speed], dtype=np.float32)
         high = np.array([self.max_position, self.max_speed], dtype=np.float32)
         self.single_observation_space = spaces.Box(low=low, high=high, dtype=np.float32)

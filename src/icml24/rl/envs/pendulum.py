@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
 
 __all__ = ["BatchedPendulum"]
@@ -48,7 +49,7 @@ class BatchedPendulum(TorchVectorEnv):
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        self.g = float(g)
+        self.g = _checks.real("g", g, low=0.0)
         high = np.array([1.0, 1.0, self.max_speed], dtype=np.float32)
         self.single_observation_space = spaces.Box(low=-high, high=high, dtype=np.float32)
         self.single_action_space = spaces.Box(

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
 
 __all__ = ["PointMassLayout", "BatchedDeceptivePointMass", "DeceptivePointMassEnv"]
@@ -56,11 +57,25 @@ class PointMassLayout:
     """Start position is uniform in ``[-start_noise, start_noise]^2``."""
 
     def __post_init__(self) -> None:
+        for name in ("goal", "decoy"):
+            c = getattr(self, name)
+            if not isinstance(c, (tuple, list)) or len(c) != 2:
+                raise TypeError(f"{name} must be an (x, y) pair, got {c!r}")
+            for v in c:
+                _checks.real(name, v)
         for name in ("goal_radius", "decoy_radius", "half_width"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+            _checks.real(name, getattr(self, name), low=0.0, low_open=True)
+        for name in ("goal_reward", "decoy_reward"):
+            _checks.real(name, getattr(self, name))
+        _checks.real("start_noise", self.start_noise, low=0.0)
+        if not isinstance(self.walls, (tuple, list)):
+            raise TypeError(f"walls must be a tuple of (x_min, y_min, x_max, y_max), got {self.walls!r}")
         for w in self.walls:
-            if len(w) != 4 or not (w[0] < w[2] and w[1] < w[3]):
+            if not isinstance(w, (tuple, list)) or len(w) != 4:
+                raise ValueError(f"walls must be (x_min, y_min, x_max, y_max) rectangles, got {w!r}")
+            for v in w:
+                _checks.real("walls", v)
+            if not (w[0] < w[2] and w[1] < w[3]):
                 raise ValueError(f"walls must be (x_min, y_min, x_max, y_max) with min < max, got {w}")
 
 
@@ -139,7 +154,9 @@ class DeceptivePointMassEnv(gym.Env):
 
     def __init__(self, layout: PointMassLayout | None = None, max_episode_steps: int = 100) -> None:
         self.layout = layout if layout is not None else PointMassLayout()
-        self.max_episode_steps = int(max_episode_steps)
+        if not isinstance(self.layout, PointMassLayout):
+            raise TypeError(f"layout must be a PointMassLayout, got {type(layout).__name__}")
+        self.max_episode_steps = _checks.integer("max_episode_steps", max_episode_steps, low=1)
         high = np.array([2.0, 2.0, 5.0, 5.0, 1.0], dtype=np.float32)
         self.observation_space = spaces.Box(low=-high, high=high, dtype=np.float32)
         self.action_space = spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)

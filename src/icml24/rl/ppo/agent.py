@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml24.rl import _checks
 from icml24.rl.ppo.functional import (
     KLAdaptiveLR,
     RunningMeanStd,
@@ -111,23 +112,29 @@ class PPOConfig:
     """Initial log standard deviation of the Gaussian policy."""
 
     def __post_init__(self) -> None:
-        positive_ints = ("horizon", "epochs", "num_minibatches")
-        for name in positive_ints:
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise ValueError("gamma and gae_lambda must be in [0, 1]")
-        if self.clip <= 0 or self.learning_rate <= 0:
-            raise ValueError("clip and learning_rate must be > 0")
-        if self.entropy_coef < 0 or self.critic_coef < 0:
-            raise ValueError("entropy_coef and critic_coef must be >= 0")
-        if self.value_clip is not None and not self.value_clip > 0:
-            raise ValueError(f"value_clip must be > 0 or None, got {self.value_clip}")
-        if not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
-        if not (math.isfinite(self.reward_scale) and self.reward_scale > 0):
-            raise ValueError(f"reward_scale must be a finite number > 0, got {self.reward_scale}")
+        for name in ("horizon", "epochs", "num_minibatches"):
+            _checks.integer(name, getattr(self, name), low=1)
+        for name in ("gamma", "gae_lambda"):
+            _checks.real(name, getattr(self, name), low=0.0, high=1.0)
+        for name in ("clip", "learning_rate", "kl_threshold", "lr_min", "max_grad_norm", "reward_scale"):
+            _checks.real(name, getattr(self, name), low=0.0, low_open=True)
+        _checks.real("lr_max", self.lr_max, low=self.lr_min)
+        for name in ("entropy_coef", "critic_coef", "bounds_loss_coef"):
+            _checks.real(name, getattr(self, name), low=0.0)
+        _checks.real("init_log_std", self.init_log_std, low=-20.0, high=2.0)
+        if self.value_clip is not None:
+            _checks.real("value_clip", self.value_clip, low=0.0, low_open=True)
+        for name in ("adaptive_lr", "normalize_obs", "normalize_value", "normalize_advantages"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        _check_hidden_sizes(self.hidden_sizes)
+
+
+def _check_hidden_sizes(hidden_sizes: Any) -> None:
+    if not isinstance(hidden_sizes, tuple) or not all(
+        isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in hidden_sizes
+    ):
+        raise TypeError(f"hidden_sizes must be a tuple of positive ints, got {hidden_sizes!r}")
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -159,8 +166,12 @@ class BlockActorCritic(nn.Module):
         init_log_std: float = 0.0,
     ) -> None:
         super().__init__()
-        if obs_dim < 1 or act_dim < 1 or num_blocks < 1 or latent_dim < 0:
-            raise ValueError("need obs_dim, act_dim, num_blocks >= 1 and latent_dim >= 0")
+        obs_dim = _checks.integer("obs_dim", obs_dim, low=1)
+        act_dim = _checks.integer("act_dim", act_dim, low=1)
+        num_blocks = _checks.integer("num_blocks", num_blocks, low=1)
+        latent_dim = _checks.integer("latent_dim", latent_dim, low=0)
+        _check_hidden_sizes(hidden_sizes)
+        init_log_std = _checks.real("init_log_std", init_log_std, low=-20.0, high=2.0)
         self.num_blocks, self.latent_dim = num_blocks, latent_dim
         self.actor = _mlp([obs_dim + latent_dim, *hidden_sizes, act_dim])
         self.critic = _mlp([obs_dim + latent_dim, *hidden_sizes, 1])
@@ -196,8 +207,7 @@ class PPO:
         self.config = config if config is not None else PPOConfig()
         if not isinstance(self.config, PPOConfig):
             raise TypeError(f"config must be a PPOConfig, got {type(self.config).__name__}")
-        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        _checks.integer("seed", seed, low=0)
         self.vec = VecEnvAdapter(env)
         self.env, self.seed = env, int(seed)
         self.device = self.vec.device
@@ -467,8 +477,7 @@ class PPO:
 
     def learn(self, iterations: int) -> dict[str, Any]:
         """Run ``iterations`` iterations; returns the last iteration's statistics."""
-        if not isinstance(iterations, int) or iterations < 1:
-            raise ValueError(f"iterations must be a positive int, got {iterations!r}")
+        iterations = _checks.integer("iterations", iterations, low=1)
         stats: dict[str, Any] = {}
         for _ in range(iterations):
             stats = self.iterate()
@@ -477,11 +486,17 @@ class PPO:
     @torch.no_grad()
     def act(self, raw_obs: torch.Tensor, *, block: int | None = None, deterministic: bool = True) -> torch.Tensor:
         """Actions of block ``block`` (default: the reported block) for raw observations ``[B, D]``."""
-        b = self.eval_block if block is None else int(block)
+        b = self.eval_block if block is None else _checks.integer("block", block, low=0)
         if not 0 <= b < self.num_blocks:
             raise ValueError(f"block must be in [0, {self.num_blocks}), got {b}")
+        if not isinstance(deterministic, bool):
+            raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
+        if isinstance(raw_obs, np.ndarray):
+            raw_obs = torch.as_tensor(raw_obs, device=self.device)
+        _checks.tensor("raw_obs", raw_obs)
         if raw_obs.ndim != 2 or raw_obs.shape[1] != self.obs_dim:
             raise ValueError(f"raw_obs must have shape (batch, {self.obs_dim}), got {tuple(raw_obs.shape)}")
+        _checks.finite_tensor("raw_obs", raw_obs)
         obs = self._normalize_obs(raw_obs, update=False)
         blocks = torch.full((obs.shape[0],), b, dtype=torch.long, device=obs.device)
         mean, log_std, _ = self.policy(obs, blocks)
@@ -504,7 +519,15 @@ class PPO:
         Runs until every copy has finished its first episode, or ``max_steps`` steps (default: the env's
         ``max_episode_steps``, else 10,000).
         """
+        _checks.integer("seed", seed, low=0)
+        if max_steps is not None:
+            max_steps = _checks.integer("max_steps", max_steps, low=1)
         vec = VecEnvAdapter(env, device=self.device)
+        if vec.obs_dim != self.obs_dim or vec.act_dim != self.act_dim:
+            raise ValueError(
+                f"env must have the training env's spaces (obs {self.obs_dim}, action {self.act_dim}), got "
+                f"obs {vec.obs_dim}, action {vec.act_dim}"
+            )
         raw = vec.reset(seed=seed)
         n = vec.num_envs
         limit = max_steps if max_steps is not None else (vec.max_episode_steps or 10_000)

@@ -9,6 +9,8 @@ import math
 
 import torch
 
+from icml24.rl import _checks
+
 __all__ = [
     "gae",
     "clipped_surrogate_loss",
@@ -44,15 +46,21 @@ def gae(
         delta_t = r_t + gamma (1 - terminated_t) V(s'_t) - V(s_t)        # bootstrap unless a true terminal
         A_t     = delta_t + gamma lam (1 - done_t) A_{t+1}               # never chain across an episode end
 
-    so a truncated step still bootstraps from V(s'_t) while a terminated one does not.
+    so a truncated step still bootstraps from V(s'_t) while a terminated one does not. NaN entries are
+    not looked for (this runs every iteration): they propagate to the advantages.
     """
+    for name, x in (("rewards", rewards), ("values", values), ("next_values", next_values),
+                    ("terminated", terminated), ("dones", dones)):  # fmt: skip
+        _checks.tensor(name, x)
+    gamma = _checks.real("gamma", gamma, low=0.0, high=1.0)
+    lam = _checks.real("lam", lam, low=0.0, high=1.0)
+    if rewards.ndim != 2:
+        raise ValueError(f"rewards must be a [T, N] tensor, got shape {tuple(rewards.shape)}")
     if not (rewards.shape == values.shape == next_values.shape == terminated.shape == dones.shape):
         raise ValueError(
             "rewards, values, next_values, terminated and dones must share the [T, N] shape, got "
             f"{[tuple(x.shape) for x in (rewards, values, next_values, terminated, dones)]}"
         )
-    if not (0.0 <= gamma <= 1.0 and 0.0 <= lam <= 1.0):
-        raise ValueError(f"gamma and lam must be in [0, 1], got gamma={gamma}, lam={lam}")
     not_term = 1.0 - terminated.to(values.dtype)
     not_done = 1.0 - dones.to(values.dtype)
     deltas = rewards + gamma * not_term * next_values - values
@@ -70,8 +78,12 @@ def clipped_surrogate_loss(
     """Per-sample PPO policy loss ``-min(rho A, clip(rho, 1 - eps, 1 + eps) A)``, rho = pi / mu (eq. 7).
 
     ``old_log_prob`` is the behaviour policy's log-probability: for SAPG's off-policy samples it is the
-    follower that acted, which makes rho the importance-sampling ratio pi_leader / pi_follower.
+    follower that acted, which makes rho the importance-sampling ratio pi_leader / pi_follower. Tensor entries
+    are not checked for NaN (a per-minibatch hot path; NaN propagates to the loss, as in ``torch.nn`` losses).
     """
+    for name, x in (("log_prob", log_prob), ("old_log_prob", old_log_prob), ("advantages", advantages)):
+        _checks.tensor(name, x)
+    clip = _checks.real("clip", clip, low=0.0, low_open=True)
     ratio = torch.exp(log_prob - old_log_prob)
     return torch.max(-advantages * ratio, -advantages * torch.clamp(ratio, 1.0 - clip, 1.0 + clip))
 
@@ -79,7 +91,13 @@ def clipped_surrogate_loss(
 def clipped_value_loss(
     values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip: float | None
 ) -> torch.Tensor:
-    """Per-sample value loss ``max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2)`` (rl_games)."""
+    """Per-sample value loss ``max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2)`` (rl_games).
+
+    ``clip=None`` gives the plain squared error. Tensor entries are not checked for NaN (hot path)."""
+    for name, x in (("values", values), ("old_values", old_values), ("returns", returns)):
+        _checks.tensor(name, x)
+    if clip is not None:
+        clip = _checks.real("clip", clip, low=0.0, low_open=True)
     unclipped = (values - returns) ** 2
     if clip is None:
         return unclipped
@@ -89,30 +107,39 @@ def clipped_value_loss(
 
 def bounds_loss(mean: torch.Tensor, bound: float = 1.1) -> torch.Tensor:
     """Per-sample soft penalty on action means outside ``[-bound, bound]`` (rl_games' ``bounds_loss``)."""
+    _checks.tensor("mean", mean)
+    bound = _checks.real("bound", bound, low=0.0)
     return (torch.clamp(mean - bound, min=0.0) ** 2 + torch.clamp(-mean - bound, min=0.0) ** 2).sum(-1)
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """Log-density of a diagonal Gaussian, summed over the action dimensions."""
+    """Log-density of a diagonal Gaussian, summed over the action dimensions (NaN entries propagate)."""
+    for name, x in (("actions", actions), ("mean", mean), ("log_std", log_std)):
+        _checks.tensor(name, x)
     z = (actions - mean) * torch.exp(-log_std)
     return (-0.5 * z**2 - log_std - 0.5 * _LOG_2PI).sum(-1)
 
 
 def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
-    """Entropy of a diagonal Gaussian, summed over the action dimensions."""
+    """Entropy of a diagonal Gaussian, summed over the action dimensions (NaN entries propagate)."""
+    _checks.tensor("log_std", log_std)
     return (log_std + 0.5 * (1.0 + _LOG_2PI)).sum(-1)
 
 
 def gaussian_kl(
     mean_p: torch.Tensor, log_std_p: torch.Tensor, mean_q: torch.Tensor, log_std_q: torch.Tensor
 ) -> torch.Tensor:
-    """KL(p || q) of diagonal Gaussians, summed over the action dimensions."""
+    """KL(p || q) of diagonal Gaussians, summed over the action dimensions (NaN entries propagate)."""
+    for name, x in (("mean_p", mean_p), ("log_std_p", log_std_p), ("mean_q", mean_q), ("log_std_q", log_std_q)):
+        _checks.tensor(name, x)
     var_p, var_q = torch.exp(2 * log_std_p), torch.exp(2 * log_std_q)
     return (log_std_q - log_std_p + (var_p + (mean_p - mean_q) ** 2) / (2 * var_q) - 0.5).sum(-1)
 
 
 def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """``(x - mean) / (std + eps)`` over all entries (advantage normalisation)."""
+    """``(x - mean) / (std + eps)`` over all entries (advantage normalisation; NaN entries propagate)."""
+    _checks.tensor("x", x)
+    eps = _checks.real("eps", eps, low=0.0)
     if x.numel() < 2:
         return x - x.mean()
     return (x - x.mean()) / (x.std() + eps)
@@ -122,12 +149,22 @@ class RunningMeanStd:
     """Running mean and variance by the parallel-batch formula (Chan et al.), for observation normalisation."""
 
     def __init__(self, shape: tuple[int, ...], *, device: str | torch.device = "cpu", clip: float = 5.0) -> None:
+        if not isinstance(shape, tuple) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape
+        ):
+            raise TypeError(f"shape must be a tuple of positive ints, got {shape!r}")
+        clip = _checks.real("clip", clip, low=0.0, low_open=True)
         self.mean = torch.zeros(shape, dtype=torch.float64, device=device)
         self.var = torch.ones(shape, dtype=torch.float64, device=device)
         self.count = 1e-4
         self.clip = clip
 
     def update(self, x: torch.Tensor) -> None:
+        """Fold the rows of ``x`` (``[..., *shape]``) into the statistics; NaN/inf rows are refused (they would
+        poison every later normalisation)."""
+        _checks.finite_tensor("x", x)
+        if tuple(x.shape[x.ndim - len(self.mean.shape):]) != tuple(self.mean.shape) or x.numel() == 0:
+            raise ValueError(f"x must have trailing shape {tuple(self.mean.shape)}, got {tuple(x.shape)}")
         x = x.reshape(-1, *self.mean.shape).to(torch.float64)
         b_mean, b_var, b_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
         delta = b_mean - self.mean
@@ -161,8 +198,12 @@ class KLAdaptiveLR:
         lr_max: float = 1e-2,
         factor: float = 1.5,
     ) -> None:
-        if kl_threshold <= 0 or factor <= 1 or not 0 < lr_min <= lr_max:
-            raise ValueError("need kl_threshold > 0, factor > 1 and 0 < lr_min <= lr_max")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        kl_threshold = _checks.real("kl_threshold", kl_threshold, low=0.0, low_open=True)
+        factor = _checks.real("factor", factor, low=1.0, low_open=True)
+        lr_min = _checks.real("lr_min", lr_min, low=0.0, low_open=True)
+        lr_max = _checks.real("lr_max", lr_max, low=lr_min)
         self.optimizer = optimizer
         self.kl_threshold, self.lr_min, self.lr_max, self.factor = kl_threshold, lr_min, lr_max, factor
 
@@ -171,6 +212,8 @@ class KLAdaptiveLR:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def step(self, kl: float) -> float:
+        """Apply the rule to this epoch's mean ``kl`` and return the new learning rate."""
+        kl = _checks.real("kl", kl)  # a rounding-negative KL counts as below the threshold
         lr = self.lr
         if kl > 2.0 * self.kl_threshold:
             lr = max(lr / self.factor, self.lr_min)

@@ -26,6 +26,7 @@ from typing import Literal
 import gymnasium as gym
 import torch
 
+from icml24.rl import _checks
 from icml24.rl.ppo.agent import PPO, BlockActorCritic, PPOConfig
 
 __all__ = ["SAPGConfig", "SAPG", "entropy_schedule", "follower_blocks_for_leader"]
@@ -55,18 +56,16 @@ class SAPGConfig:
     """The underlying PPO hyper-parameters (shared by all blocks)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.num_blocks, int) or isinstance(self.num_blocks, bool) or self.num_blocks < 1:
-            raise ValueError(f"num_blocks must be a positive int, got {self.num_blocks!r}")
-        if not isinstance(self.latent_dim, int) or self.latent_dim < 0:
-            raise ValueError(f"latent_dim must be a non-negative int, got {self.latent_dim!r}")
-        if not isinstance(self.off_policy_ratio, int) or self.off_policy_ratio < 0:
-            raise ValueError(f"off_policy_ratio must be a non-negative int, got {self.off_policy_ratio!r}")
+        _checks.integer("num_blocks", self.num_blocks, low=1)
+        _checks.integer("latent_dim", self.latent_dim, low=0)
+        _checks.integer("off_policy_ratio", self.off_policy_ratio, low=0)
         if self.aggregation not in ("leader_follower", "symmetric", "none"):
             raise ValueError(
                 f"aggregation must be 'leader_follower', 'symmetric' or 'none', got {self.aggregation!r}"
             )
-        if self.entropy_scale < 0:
-            raise ValueError(f"entropy_scale must be >= 0, got {self.entropy_scale}")
+        _checks.real("entropy_scale", self.entropy_scale, low=0.0)
+        if not isinstance(self.kl_on_policy_only, bool):
+            raise TypeError(f"kl_on_policy_only must be True or False, got {self.kl_on_policy_only!r}")
         if not isinstance(self.ppo, PPOConfig):
             raise TypeError(f"ppo must be a PPOConfig, got {type(self.ppo).__name__}")
 
@@ -78,6 +77,9 @@ class SAPGConfig:
 
 def entropy_schedule(num_blocks: int, scale: float, base: float = 0.0) -> torch.Tensor:
     """Per-block entropy coefficients ``base + scale * linspace(0.5, 0, M)``; the leader (last) gets ``base``."""
+    num_blocks = _checks.integer("num_blocks", num_blocks, low=1)
+    scale = _checks.real("scale", scale, low=0.0)
+    base = _checks.real("base", base, low=0.0)
     if num_blocks == 1:
         return torch.tensor([base], dtype=torch.float32)
     return base + scale * torch.linspace(0.5, 0.0, num_blocks, dtype=torch.float32)
@@ -86,7 +88,14 @@ def entropy_schedule(num_blocks: int, scale: float, base: float = 0.0) -> torch.
 def follower_blocks_for_leader(repeat_idxs: list[int] | torch.Tensor) -> list[int]:
     """The official code's ``filter_leader`` index rule: repeat index r >= 1 selects block r - 1 (a follower),
     re-conditioned on the leader (last block); index 0 is the untouched on-policy copy."""
-    return [int(r) - 1 for r in repeat_idxs if int(r) != 0]
+    if isinstance(repeat_idxs, torch.Tensor):
+        if repeat_idxs.is_floating_point() or repeat_idxs.ndim != 1:
+            raise TypeError(f"repeat_idxs must be a 1-D integer tensor or a list of ints, got {repeat_idxs!r}")
+        repeat_idxs = repeat_idxs.tolist()
+    if not isinstance(repeat_idxs, (list, tuple)):
+        raise TypeError(f"repeat_idxs must be a list of ints, got {type(repeat_idxs).__name__}")
+    idxs = [_checks.integer("repeat_idxs", r, low=0) for r in repeat_idxs]
+    return [r - 1 for r in idxs if r != 0]
 
 
 class SAPG(PPO):
@@ -102,6 +111,8 @@ class SAPG(PPO):
 
     def __init__(self, env: gym.vector.VectorEnv, *, config: SAPGConfig | None = None, seed: int = 0) -> None:
         self.sapg_config = config if config is not None else SAPGConfig()
+        if isinstance(config, PPOConfig):
+            raise TypeError("config must be a SAPGConfig (pass the PPOConfig as SAPGConfig(ppo=...))")
         if not isinstance(self.sapg_config, SAPGConfig):
             raise TypeError(f"config must be a SAPGConfig, got {type(self.sapg_config).__name__}")
         self.kl_on_policy_only = self.sapg_config.kl_on_policy_only

@@ -94,20 +94,24 @@ def _train(config: dict[str, Any], seed: int, make_env: Any) -> dict[str, Any]:
     ppo_cfg = PPOConfig(
         reward_scale=float(config.get("reward_scale", 1.0)),
         entropy_coef=PPO_ENTROPY if method == "ppo_entropy" else 0.0,
+        lr_max=float(config.get("lr_max", PPOConfig.lr_max)),
     )
     kind, kw = _method_config(method, n, block, {})
     env = make_env(n, device)
     if kind == "ppo":
         agent = PPO(env, config=ppo_cfg, seed=seed)
     else:
+        if "kl_on_policy_only" in config:
+            kw["kl_on_policy_only"] = bool(config["kl_on_policy_only"])
         agent = SAPG(env, config=SAPGConfig(ppo=ppo_cfg, **kw), seed=seed)
     iters = int(config["iterations"])
-    curve_return, curve_success = [], []
+    curve_return, curve_success, curve_ev = [], [], []
     t0 = time.perf_counter()
     for _ in range(iters):
         stats = agent.iterate()
         curve_return.append(stats["episode_return"])
         curve_success.append(stats["success_rate"])
+        curve_ev.append(stats["explained_variance"])
     train_time = time.perf_counter() - t0
     ev = agent.evaluate(make_env(int(config["eval_envs"]), device), seed=10_000 + seed, deterministic=False)
     blocks = agent.block_stats() if kind == "sapg" else None
@@ -121,6 +125,8 @@ def _train(config: dict[str, Any], seed: int, make_env: Any) -> dict[str, Any]:
         "train_success_curve": curve_success[:: max(1, iters // 100)],
         "any_block_success": _nanmax(blocks["success_rate"] if blocks else curve_success[-1:]),
         "final_learning_rate": agent.lr_schedule.lr,
+        "optimizer_steps": agent.optimizer_steps,
+        "explained_variance": float(np.nanmean(curve_ev[-max(1, iters // 4):])),
         "env_steps": agent.env_steps,
         "train_seconds": train_time,
         "device": device,
