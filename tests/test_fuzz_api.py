@@ -40,8 +40,6 @@ KNOWN_MISSING = {
     "factored-reward-bandits",
     "rob-fcp",
     "conformal-decision-sets",
-    "stochastic-q",
-    "max-reward-rl",
     "advised-rflvm",
     "kep-svgp",
     "size-invariant-sod",

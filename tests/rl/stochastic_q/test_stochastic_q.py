@@ -182,3 +182,69 @@ def test_reproduction_smoke():
     assert R.analyze([], "smoke").verdict == "inconclusive"
     again = execute_job(jobs[0])
     assert again.metrics == res[0].metrics
+
+
+def _tab_result(method, finals, steps_to, evals_per_step, cpu_per_step=1e-5, env="garnet", seed=0):
+    from icml24.common.experiment import Job, JobResult
+
+    steps_to = np.asarray(steps_to, dtype=float)
+    metrics = {"final_scores": list(finals), "final_score": float(np.mean(finals)),
+               "steps_to_threshold": steps_to.tolist(),
+               "evaluations_to_threshold": (steps_to * evals_per_step).tolist(),
+               "cpu_seconds_to_threshold": (steps_to * cpu_per_step).tolist(), "curve": [0.5, 1.0],
+               "curve_steps": [1000, 2000], "evaluations_per_step": evals_per_step,
+               "seconds_per_step": cpu_per_step, "n_actions": 1024}  # fmt: skip
+    return JobResult(Job("stochastic-q", "tabular", "x:y", {"env": env, "method": method}, seed), "ok", metrics)
+
+
+def _tab_checks(stoch_finals, exact_finals, stoch_steps, exact_steps):
+    from icml24.rl.stochastic_q.reproduce import REPRODUCTION as R
+
+    res = [_tab_result("q_learning", exact_finals, exact_steps, 2048.0),
+           _tab_result("stoch_q_learning", stoch_finals, stoch_steps, 22.0)]  # fmt: skip
+    a = R.analyze(res, "smoke")
+    return a, {c.id: c for c in a.checks}
+
+
+def test_tabular_rule_supports_converged_and_cheaper_and_refutes_a_worse_learner():
+    rng = np.random.default_rng(0)
+    good = 0.99 + 0.005 * rng.standard_normal(10)
+    a, c = _tab_checks(good, 0.99 + 0.005 * rng.standard_normal(10), rng.uniform(20e3, 30e3, 10), rng.uniform(15e3, 25e3, 10))
+    assert c["tabular-value-stoch-q-learning-garnet"].verdict == "supported"
+    assert c["tabular-evaluations-stoch-q-learning-garnet"].verdict == "supported"  # ~80x fewer evaluations
+    assert c["tabular-value-stoch-q-learning-garnet"].power > 0.8
+    assert not c["tabular-cpu-stoch-q-learning-garnet"].decisive
+    # a stochastic learner that converges to 0.8 of optimal is refuted with the same strength of evidence
+    a, c = _tab_checks(0.80 + 0.01 * rng.standard_normal(10), good, rng.uniform(20e3, 30e3, 10), rng.uniform(15e3, 25e3, 10))
+    assert c["tabular-value-stoch-q-learning-garnet"].verdict == "not_supported"
+    assert a.verdict == "not_supported"
+    # a learner that never reaches the threshold leaves the cost undefined: inconclusive, not a refutation
+    _, c = _tab_checks(good, good, [np.nan] * 10, rng.uniform(15e3, 25e3, 10))
+    assert c["tabular-evaluations-stoch-q-learning-garnet"].verdict == "inconclusive"
+
+
+def test_tabular_value_rule_power_at_the_run_size():
+    """Power of the non-inferiority rule when the stochastic learner truly matches the exact one (the paper's
+    claim), at the quick scale's 2 seeds x 5 learners per arm and the spread seen there (sd about 0.02)."""
+    from icml24.common import decide
+    from icml24.rl.stochastic_q.reproduce import VALUE_MARGIN, tabular_value_decision
+
+    def sim(rng):
+        return 0.99 + 0.02 * rng.standard_normal(10), 0.99 + 0.02 * rng.standard_normal(10)
+
+    pw = decide.power(lambda ab: tabular_value_decision(ab[0], ab[1]), sim, n_sims=300, seed=0)
+    assert pw.supported > 0.9
+    # and it does not call a learner 2 margins worse comparable
+    worse = decide.power(lambda ab: tabular_value_decision(ab[0] - 2 * VALUE_MARGIN, ab[1]), sim, n_sims=300, seed=1)
+    assert worse.supported < 0.05 and worse.not_supported > 0.5
+
+
+def test_speed_rule_on_step_times():
+    from icml24.rl.stochastic_q.reproduce import cost_decision
+
+    rng = np.random.default_rng(0)
+    fast, slow = np.exp(rng.normal(np.log(2e-3), 0.1, 60)), np.exp(rng.normal(np.log(40e-3), 0.1, 60))
+    assert cost_decision(fast, slow, "time").verdict == "supported"
+    assert cost_decision(slow, fast, "time").verdict == "not_supported"
+    same = np.exp(rng.normal(np.log(2e-3), 0.05, 60))
+    assert cost_decision(fast, same, "time", equivalence=np.log10(1.1)).verdict == "not_supported"  # equivalent

@@ -222,3 +222,38 @@ def test_train_dqn_stores_truncated_steps_as_non_terminal():
     out = train_dqn(gym.make("Pendulum-v1"), agent, steps=30, seed=0, grid=g, max_episode_steps=5)
     assert out["episode_end_steps"] == [5, 10, 15, 20, 25, 30]
     assert len(agent.buffer) == 30 and not agent.buffer._data["terminated"][:30].any()
+
+
+def _trained(double, every, updates=30, seed=0):
+    g = ActionGrid([-2.0], [2.0], 8)
+    cfg = DQNConfig(double=double, batch_size=4, target_update_every=every)
+    agent = DQNAgent(obs_dim=3, action_table=g.table(), config=cfg, seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(updates):
+        agent.store(rng.normal(size=3), int(rng.integers(8)), float(rng.normal()), rng.normal(size=3), False)
+        agent.update()
+    return agent
+
+
+def test_target_network_is_copied_every_c_gradient_steps_only():
+    agent = _trained(False, every=7, updates=3)  # buffer reaches the batch at the 4th store: no update yet
+    assert agent.updates == 0
+    agent = _trained(False, every=7, updates=12)  # 9 updates: copied after update 7, not since
+    assert agent.updates == 9
+    online = list(agent.q.parameters())
+    target = list(agent.q_target.parameters())
+    assert any(not torch.equal(p, q) for p, q in zip(online, target, strict=True))
+    agent = _trained(False, every=9, updates=12)  # copied right after update 9
+    assert all(torch.equal(p, q) for p, q in zip(agent.q.parameters(), agent.q_target.parameters(), strict=True))
+
+
+def test_dqn_and_ddqn_differ_with_a_lagged_target_and_coincide_with_a_per_step_copy():
+    """With the target copied after every step (the released StochDQN script) the target network *is* the online
+    one at every update, so Double DQN's select-online/evaluate-target equals DQN's max bit for bit; the
+    periodic copy of DQN/DDQN makes them different learners."""
+    same = [_trained(d, every=1) for d in (False, True)]
+    for p, q in zip(same[0].q.parameters(), same[1].q.parameters(), strict=True):
+        assert torch.equal(p, q)
+    lagged = [_trained(d, every=10) for d in (False, True)]
+    assert any(not torch.equal(p, q) for p, q in zip(lagged[0].q.parameters(), lagged[1].q.parameters(), strict=True))
+    assert DQNConfig().target_update_every > 1

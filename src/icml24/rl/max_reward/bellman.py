@@ -25,7 +25,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml24.rl.value.tabular import TabularMDP, check_gamma
+from icml24.rl.value.tabular import TabularMDP, check_gamma, check_int
+
+
+def _finite_array(name: str, values: object, *, dtype: type = np.float64) -> np.ndarray:
+    """``values`` as a finite float array, or a TypeError/ValueError naming ``name``."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    arr = arr.astype(dtype)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return arr
+
+
+def _finite_number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return float(value)
+
+
+def _check_tol(tol: object, max_iter: object) -> tuple[float, int]:
+    t = _finite_number("tol", tol)
+    if t <= 0:
+        raise ValueError(f"tol must be > 0, got {t}")
+    return t, check_int("max_iter", max_iter, 1)
+
+
+def _check_outcomes(mdp: object) -> None:
+    if not isinstance(mdp, Outcomes):
+        raise TypeError(f"mdp must be an Outcomes, got {type(mdp).__name__} (use Outcomes.from_tabular)")
 
 
 @dataclass(frozen=True)
@@ -44,19 +75,32 @@ class Outcomes:
     """``(S,)`` initial-state distribution."""
 
     def __post_init__(self) -> None:
-        shape = np.shape(self.prob)
-        if len(shape) != 3:
-            raise ValueError(f"prob must be (S, A, K), got {shape}")
+        prob = _finite_array("prob", self.prob)
+        shape = prob.shape
+        if len(shape) != 3 or 0 in shape:
+            raise ValueError(f"prob must be (S, A, K) with S, A, K >= 1, got {shape}")
         for name in ("next_state", "reward", "terminal"):
             if np.shape(getattr(self, name)) != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {np.shape(getattr(self, name))}")
-        if not np.allclose(np.sum(self.prob, -1), 1.0) or np.any(np.asarray(self.prob) < 0):
-            raise ValueError("outcome probabilities of every (s, a) must sum to 1")
-        object.__setattr__(self, "prob", np.asarray(self.prob, dtype=np.float64))
-        object.__setattr__(self, "next_state", np.asarray(self.next_state, dtype=np.int64))
-        object.__setattr__(self, "reward", np.asarray(self.reward, dtype=np.float64))
-        object.__setattr__(self, "terminal", np.asarray(self.terminal, dtype=bool))
-        object.__setattr__(self, "start", np.asarray(self.start, dtype=np.float64))
+        if not np.allclose(np.sum(prob, -1), 1.0) or np.any(prob < 0):
+            raise ValueError("outcome probabilities prob of every (s, a) must be >= 0 and sum to 1")
+        nxt = np.asarray(self.next_state)
+        if nxt.dtype.kind not in "iu":
+            raise TypeError(f"next_state must hold integer state indices, got dtype {nxt.dtype}")
+        if np.any(nxt < 0) or np.any(nxt >= shape[0]):
+            raise ValueError(f"next_state must be in [0, {shape[0]})")
+        reward = _finite_array("reward", self.reward)
+        term = np.asarray(self.terminal)
+        if term.dtype != bool:
+            raise TypeError(f"terminal must be a bool array, got dtype {term.dtype}")
+        start = _finite_array("start", self.start)
+        if start.shape != (shape[0],) or np.any(start < 0) or not np.isclose(start.sum(), 1.0):
+            raise ValueError(f"start must be a distribution over the {shape[0]} states")
+        object.__setattr__(self, "prob", prob)
+        object.__setattr__(self, "next_state", nxt.astype(np.int64))
+        object.__setattr__(self, "reward", reward)
+        object.__setattr__(self, "terminal", term)
+        object.__setattr__(self, "start", start)
 
     @property
     def n_states(self) -> int:
@@ -86,13 +130,17 @@ class Outcomes:
 
 
 def check_reward_bounds(rewards: np.ndarray, r_lb: float, r_ub: float) -> None:
-    """Raise unless ``r_lb <= r <= r_ub`` for every reward (max-reward RL shifts by ``r_lb`` to get r >= 0)."""
-    r = np.asarray(rewards, dtype=np.float64)
+    """Raise unless ``r_lb <= r <= r_ub`` for every reward (max-reward RL shifts by ``r_lb`` to get r >= 0).
+
+    A NaN or infinite reward, or non-finite bounds, raise too (a NaN would pass every comparison)."""
+    r = _finite_array("rewards", rewards)
+    r_lb = _finite_number("r_lb", r_lb)
+    r_ub = _finite_number("r_ub", r_ub)
     if not r_lb < r_ub:
         raise ValueError(f"reward bounds must satisfy r_lb < r_ub, got r_lb={r_lb}, r_ub={r_ub}")
     if r.size and (r.min() < r_lb - 1e-12 or r.max() > r_ub + 1e-12):
         raise ValueError(
-            f"reward bounds [{r_lb}, {r_ub}] do not bracket the rewards (observed [{r.min()}, {r.max()}])"
+            f"reward bounds r_lb={r_lb}, r_ub={r_ub} do not bracket the rewards (observed [{r.min()}, {r.max()}])"
         )
 
 
@@ -109,6 +157,23 @@ class YGrid:
     r_max: float
     """The largest reward: ``V(s, y) = y`` for ``y >= r_max``."""
 
+    def __post_init__(self) -> None:
+        values = _finite_array("values", self.values)
+        rewards = _finite_array("rewards", self.rewards)
+        if values.ndim != 1 or values.size < 1 or values[0] != 0 or np.any(np.diff(values) <= 0):
+            raise ValueError("values must be a sorted 1-d array of distinct y values starting at 0")
+        if rewards.ndim != 1 or rewards.size < 1 or np.any(rewards < 0):
+            raise ValueError("rewards must be a 1-d array of non-negative rewards")
+        nxt = np.asarray(self.next_index)
+        if nxt.dtype.kind not in "iu" or nxt.shape != (values.size, rewards.size):
+            raise ValueError(f"next_index must be an int array of shape {(values.size, rewards.size)}")
+        if np.any(nxt < -1) or np.any(nxt >= values.size):
+            raise ValueError(f"next_index entries must be in [-1, {values.size})")
+        r_max = _finite_number("r_max", self.r_max)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "rewards", rewards)
+        object.__setattr__(self, "r_max", r_max)
+
     def reward_index(self, r: np.ndarray) -> np.ndarray:
         idx = np.clip(np.searchsorted(self.rewards, np.asarray(r) - 1e-10), 0, len(self.rewards) - 1)
         if not np.allclose(self.rewards[idx], r, rtol=1e-9, atol=1e-11):
@@ -121,7 +186,8 @@ def y_grid(rewards: np.ndarray, gamma: float, *, max_size: int = 50_000) -> YGri
     check_gamma(gamma)
     if gamma == 0:
         raise ValueError("gamma must be > 0 for the augmented state (y' = max(y, r) / gamma)")
-    rv = np.unique(np.round(np.asarray(rewards, dtype=np.float64).ravel(), 12))
+    max_size = check_int("max_size", max_size, 1)
+    rv = np.unique(np.round(_finite_array("rewards", rewards).ravel(), 12))
     if rv.size == 0 or rv.min() < 0:
         raise ValueError("max-reward RL needs non-negative rewards: shift them by the lower bound r_lb first")
     r_max = float(rv.max())
@@ -150,6 +216,13 @@ def y_grid(rewards: np.ndarray, gamma: float, *, max_size: int = 50_000) -> YGri
 
 def augmented_backup(mdp: Outcomes, grid: YGrid, Q: np.ndarray, gamma: float) -> np.ndarray:
     """The max-reward Bellman optimality operator on ``Q (S, Y, A)`` (the equation of the module docstring)."""
+    _check_outcomes(mdp)
+    if not isinstance(grid, YGrid):
+        raise TypeError(f"grid must be a YGrid (from y_grid), got {type(grid).__name__}")
+    Q = _finite_array("Q", Q)
+    if Q.shape != (mdp.n_states, len(grid.values), mdp.n_actions):
+        raise ValueError(f"Q must have shape (S, Y, A) = {(mdp.n_states, len(grid.values), mdp.n_actions)}, got {Q.shape}")
+    gamma = check_gamma(gamma)
     y = grid.values
     r_idx = grid.reward_index(mdp.reward)  # (S, A, K)
     m = np.maximum(y[None, None, None, :], mdp.reward[..., None])  # (S, A, K, Y): max(y, r)
@@ -178,7 +251,10 @@ def max_reward_value_iteration(
     With reward bounds ``[r_lb, r_ub]`` (checked to bracket the rewards) the objective is that of the shifted
     rewards ``r - r_lb >= 0`` (the paper's convention); values are then in shifted units.
     """
+    _check_outcomes(mdp)
     check_gamma(gamma)
+    tol, max_iter = _check_tol(tol, max_iter)
+    max_y = check_int("max_y", max_y, 1)
     if r_lb is not None or r_ub is not None:
         lb = float(np.min(mdp.reward)) if r_lb is None else float(r_lb)
         ub = float(np.max(mdp.reward)) if r_ub is None else float(r_ub)
@@ -198,7 +274,9 @@ def maxdet_value_iteration(
     mdp: Outcomes, gamma: float, *, tol: float = 1e-12, max_iter: int = 10_000
 ) -> np.ndarray:
     """The y-free recursion ``Q(s, a) = E[terminated ? r : max(r, gamma max_a' Q(s', a'))]`` (baseline)."""
+    _check_outcomes(mdp)
     check_gamma(gamma)
+    tol, max_iter = _check_tol(tol, max_iter)
     Q = np.zeros((mdp.n_states, mdp.n_actions))
     for _ in range(max_iter):
         V = Q.max(-1)
@@ -214,7 +292,9 @@ def cumulative_value_iteration(
     mdp: Outcomes, gamma: float, *, tol: float = 1e-10, max_iter: int = 100_000
 ) -> np.ndarray:
     """Optimal ``Q(s, a)`` of the usual discounted sum on the same MDP (the cumulative baseline)."""
+    _check_outcomes(mdp)
     check_gamma(gamma)
+    tol, max_iter = _check_tol(tol, max_iter)
     Q = np.zeros((mdp.n_states, mdp.n_actions))
     for _ in range(max_iter):
         V = Q.max(-1)
@@ -240,6 +320,20 @@ def rollout(
     Returns per-episode discounted max-return ``max_t gamma^t r_t``, discounted sum, and whether the episode
     ended by termination within ``horizon`` steps.
     """
+    _check_outcomes(mdp)
+    check_gamma(gamma)
+    episodes = check_int("episodes", episodes, 1)
+    horizon = check_int("horizon", horizon, 1)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if grid is not None and not isinstance(grid, YGrid):
+        raise TypeError(f"grid must be a YGrid or None, got {type(grid).__name__}")
+    policy = np.asarray(policy)
+    want = (mdp.n_states, len(grid.values)) if grid is not None else (mdp.n_states,)
+    if policy.dtype.kind not in "iu" or policy.shape != want:
+        raise ValueError(f"policy must be an int array of shape {want}, got {policy.dtype} {policy.shape}")
+    if np.any(policy < 0) or np.any(policy >= mdp.n_actions):
+        raise ValueError(f"policy actions must be in [0, {mdp.n_actions})")
     s = rng.choice(mdp.n_states, size=episodes, p=mdp.start)
     yi = np.zeros(episodes, dtype=np.int64)  # index into grid.values; -1 = saturated
     alive = np.ones(episodes, dtype=bool)
@@ -272,7 +366,14 @@ def max_returns(rewards: np.ndarray, gamma: float, y0: float = 0.0) -> np.ndarra
     Works on ``(T,)`` or batched ``(..., T)`` rewards.
     """
     check_gamma(gamma)
-    r = np.asarray(rewards, dtype=np.float64)
+    r = _finite_array("rewards", rewards)
+    if r.ndim < 1 or r.shape[-1] < 1:
+        raise ValueError(f"rewards must have a time axis of length >= 1, got shape {r.shape}")
+    if np.any(r < 0):
+        raise ValueError("rewards must be >= 0 (shift them by the lower bound r_lb first)")
+    y0 = _finite_number("y0", y0)
+    if y0 < 0:
+        raise ValueError(f"y0 must be >= 0, got {y0}")
     T = r.shape[-1]
     y = np.empty_like(r)
     cur = np.full(r.shape[:-1], float(y0))

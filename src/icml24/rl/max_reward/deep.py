@@ -1,8 +1,12 @@
 """Max-reward TD3 (Veviurko et al., ICML 2024, Section 5 and the official ``td3max.py``), on the shared TD3.
 
 The actor ``mu(s, y)`` and the twin critics ``Q_i(s, a, y)`` see the running maximum ``y`` as an extra input.
-A critic's raw output is squashed to the value range ``[0, r_ub - r_lb]`` and then pushed above ``y``,
-``Q = y + leaky_relu(Q_raw - y, 0.01)``, because ``Q(s, a, y) >= y`` always. With ``y' = max(y, r) / gamma``
+A critic's raw output ``h`` is squashed to the value range ``[0, v_ub]``, ``v_ub = r_ub - r_lb``, and then pushed
+above ``y``, ``Q = y + leaky_relu(Q_raw - y, 0.01)``, because ``Q(s, a, y) >= y`` always. The squash is the
+official ``QMaxNetwork``'s: ``Q_raw = v_ub (tanh(h - 1) + 1) / 2`` with orthogonal initialisation (gain sqrt 2
+in the hidden layers, 1 in the head, zero biases), so an untrained critic starts near ``0.12 v_ub``
+(``critic_start="official"``); ``critic_start="midrange"`` (``v_ub sigmoid(h)`` with PyTorch's default
+initialisation, our earlier choice) starts optimistic near ``0.5 v_ub`` and is kept as an ablation. With ``y' = max(y, r) / gamma``
 (clamped to the value range) the target is
 
     terminated ? max(y, r) : max(max(y, r), gamma * min_i Q_i'(s', mu'(s', y') + eps, y'))
@@ -16,6 +20,7 @@ Convention (the official code mixes two; we use one everywhere): ``y`` is carrie
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -24,7 +29,10 @@ import torch
 from torch import nn
 
 from icml24.rl.max_reward.bellman import check_reward_bounds
+from icml24.rl.value.tabular import check_int
 from icml24.rl.value.td3 import TD3Agent, TD3Config, random_actions
+
+CRITIC_STARTS = ("official", "midrange")
 
 
 class MaxTD3Agent(TD3Agent):
@@ -35,6 +43,8 @@ class MaxTD3Agent(TD3Agent):
         action_dim: action size (actions in ``[-1, 1]``).
         r_lb, r_ub: known reward bounds; rewards are shifted by ``r_lb`` so values lie in ``[0, r_ub - r_lb]``.
         config: :class:`TD3Config` (the paper uses ``gamma = 0.995`` for max-TD3).
+        critic_start: ``"official"`` (tanh(h - 1) squash, orthogonal init: starts near 0.12 of the value range,
+            as the official code) or ``"midrange"`` (sigmoid squash, default init: starts near 0.5).
         seed: seed of networks, replay sampling and noise.
     """
 
@@ -46,16 +56,35 @@ class MaxTD3Agent(TD3Agent):
         r_lb: float,
         r_ub: float,
         config: TD3Config = TD3Config(gamma=0.995),  # noqa: B008
+        critic_start: str = "official",
         seed: int = 0,
     ) -> None:
+        check_int("obs_dim", obs_dim, 1)
+        for name, v in (("r_lb", r_lb), ("r_ub", r_ub)):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
         if not r_lb < r_ub:
             raise ValueError(f"reward bounds must satisfy r_lb < r_ub, got r_lb={r_lb}, r_ub={r_ub}")
+        if critic_start not in CRITIC_STARTS:
+            raise ValueError(f"critic_start must be one of {CRITIC_STARTS}, got {critic_start!r}")
+        if not isinstance(config, TD3Config):
+            raise TypeError(f"config must be a TD3Config, got {type(config).__name__}")
         if config.gamma == 0:
             raise ValueError("max-reward TD3 needs gamma > 0 (y' = max(y, r) / gamma)")
         super().__init__(obs_dim=obs_dim + 1, action_dim=action_dim, config=config, seed=seed)
         self.env_obs_dim = obs_dim
         self.r_lb, self.r_ub = float(r_lb), float(r_ub)
         self.v_ub = self.r_ub - self.r_lb
+        self.critic_start = critic_start
+        if critic_start == "official":
+            with torch.no_grad():
+                for critic in self.critics:
+                    linears = [m for m in critic.modules() if isinstance(m, nn.Linear)]
+                    for i, lin in enumerate(linears):  # official layer_init: orthogonal, gain sqrt(2); head gain 1
+                        nn.init.orthogonal_(lin.weight, 1.0 if i == len(linears) - 1 else math.sqrt(2.0))
+                        nn.init.zeros_(lin.bias)
+            self.critics_targ.load_state_dict(self.critics.state_dict())
+            # the optimizer holds the same parameter objects, so re-initialising in place needs no new optimizer
 
     def shift(self, reward: torch.Tensor) -> torch.Tensor:
         """``r - r_lb`` after checking ``r_lb <= r <= r_ub``."""
@@ -67,7 +96,12 @@ class MaxTD3Agent(TD3Agent):
         return (torch.maximum(y, shifted_reward) / self.config.gamma).clamp(0.0, self.v_ub)
 
     def critic_value(self, critic: nn.Module, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        raw = self.v_ub * torch.sigmoid(critic(torch.cat([obs, action], dim=1)).squeeze(-1))
+        """``y + leaky_relu(Q_raw - y, 0.01)`` with ``Q_raw`` the critic's output squashed into ``[0, v_ub]``."""
+        h = critic(torch.cat([obs, action], dim=1)).squeeze(-1)
+        if self.critic_start == "official":
+            raw = self.v_ub * 0.5 * (torch.tanh(h - 1.0) + 1.0)
+        else:
+            raw = self.v_ub * torch.sigmoid(h)
         y = obs[:, -1]
         return y + nn.functional.leaky_relu(raw - y, 0.01)
 
@@ -95,6 +129,15 @@ def train_td3_vec(
     ``eval_points`` windows, the mean best progress per episode (``info["progress"]``: 1 = goal), the overall
     success, and env steps per CPU second (``time.process_time``).
     """
+    if not isinstance(agent, TD3Agent):
+        raise TypeError(f"agent must be a TD3Agent or MaxTD3Agent, got {type(agent).__name__}")
+    if not hasattr(env, "num_envs"):
+        raise TypeError(f"env must be a batched vector env with num_envs, got {type(env).__name__}")
+    total_steps = check_int("total_steps", total_steps, 1)
+    seed = check_int("seed", seed, 0)
+    warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+    updates_per_step = check_int("updates_per_step", updates_per_step, 0)
+    eval_points = check_int("eval_points", eval_points, 1)
     is_max = isinstance(agent, MaxTD3Agent)
     N = env.num_envs
     obs, _ = env.reset(seed=seed)
@@ -161,6 +204,11 @@ def train_td3_vec(
 @torch.no_grad()
 def evaluate_greedy(env: Any, agent: TD3Agent, *, seed: int) -> float:
     """Success rate of one deterministic episode per env (``mu(s, y)`` without noise)."""
+    if not isinstance(agent, TD3Agent):
+        raise TypeError(f"agent must be a TD3Agent or MaxTD3Agent, got {type(agent).__name__}")
+    if not hasattr(env, "num_envs"):
+        raise TypeError(f"env must be a batched vector env with num_envs, got {type(env).__name__}")
+    seed = check_int("seed", seed, 0)
     is_max = isinstance(agent, MaxTD3Agent)
     N = env.num_envs
     obs, _ = env.reset(seed=seed)

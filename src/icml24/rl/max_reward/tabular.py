@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from icml24.rl.max_reward.bellman import Outcomes, y_grid
-from icml24.rl.value.tabular import check_gamma
+from icml24.rl.value.tabular import check_gamma, check_int
 
 
 def _greedy(q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -48,14 +48,20 @@ def maze_q_learning(
     success rate (terminated within ``horizon``) is recorded. Returns the curve ``(n_runs, n_evals)``, the
     evaluation episodes, and the tables.
     """
+    if not isinstance(mdp, Outcomes):
+        raise TypeError(f"mdp must be an Outcomes, got {type(mdp).__name__}")
     check_gamma(gamma)
+    for name, v in (("alpha", alpha), ("epsilon", epsilon)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
     if not 0 < alpha <= 1:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
     if not 0 <= epsilon <= 1:
         raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+    seed = check_int("seed", seed, 0)
     for name, v in (("horizon", horizon), ("episodes", episodes), ("n_runs", n_runs), ("eval_every", eval_every),
                     ("eval_episodes", eval_episodes)):  # fmt: skip
-        if not isinstance(v, (int, np.integer)) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     if objective not in ("max", "maxdet", "cumulative"):
         raise ValueError(f"objective must be 'max', 'maxdet' or 'cumulative', got {objective!r}")
@@ -135,6 +141,16 @@ def maze_q_learning(
 
 def episodes_to_success(curve: np.ndarray, eval_at: list[int], threshold: float = 0.9) -> np.ndarray:
     """First evaluation episode at which each run's greedy success rate reaches ``threshold`` (NaN if never)."""
+    curve = np.asarray(curve)
+    if curve.dtype.kind not in "biuf" or curve.ndim != 2:
+        raise ValueError(f"curve must be a (runs, evaluations) array of success rates, got {curve.dtype} {curve.shape}")
+    if not np.all(np.isfinite(curve)) or np.any(curve < 0) or np.any(curve > 1):
+        raise ValueError("curve must hold finite success rates in [0, 1]")
+    at_ = np.asarray(eval_at)
+    if at_.dtype.kind not in "biuf" or at_.shape != (curve.shape[1],) or not np.all(np.isfinite(at_)):
+        raise ValueError(f"eval_at must be {curve.shape[1]} finite episode numbers, got {at_.shape}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) or not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be a success rate in [0, 1], got {threshold!r}")
     hit = curve >= threshold
     first = np.where(hit.any(1), hit.argmax(1), -1)
     at = np.asarray(eval_at, dtype=np.float64)

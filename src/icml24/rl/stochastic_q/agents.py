@@ -44,6 +44,8 @@ def stochastic_q_learning(
     ``k`` is ``|R|`` (default ``ceil(log2 n)``); the memory holds each state's previous stochastic argmax.
     Other keyword arguments go to :func:`icml24.rl.value.q_learning`.
     """
+    if not isinstance(mdp, TabularMDP):
+        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
     maximizer = StochasticMaximizer(n_runs=n_runs, n_states=mdp.n_states, k=k, use_memory=use_memory)
     return q_learning(mdp, config=config, n_runs=n_runs, steps=steps, seed=seed, maximizer=maximizer, **kwargs)
 
@@ -52,6 +54,8 @@ def run_tabular(method: str, mdp: TabularMDP, *, config: QLearningConfig, k: int
     """One of :data:`METHODS_TABULAR` by name (the exact ones use the same loop with the exact max)."""
     if method not in METHODS_TABULAR:
         raise ValueError(f"method must be one of {METHODS_TABULAR}, got {method!r}")
+    if not isinstance(config, QLearningConfig):
+        raise TypeError(f"config must be a QLearningConfig, got {type(config).__name__}")
     cfg = QLearningConfig(**{**config.__dict__, "double": "double" in method})
     if method.startswith("stoch"):
         return stochastic_q_learning(mdp, config=cfg, k=k, **kw)
@@ -71,6 +75,8 @@ def make_dqn_agent(
     """DQN, DDQN, StochDQN or StochDDQN (:data:`METHODS_DEEP`) with the same network and config."""
     if method not in METHODS_DEEP:
         raise ValueError(f"method must be one of {METHODS_DEEP}, got {method!r}")
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"config must be a DQNConfig, got {type(config).__name__}")
     cfg = DQNConfig(**{**config.__dict__, "double": method.endswith("ddqn")})
     sampler = StochasticCandidates(k, memory) if method.startswith("stoch") else AllActions()
     return DQNAgent(obs_dim=obs_dim, action_table=action_table, config=cfg, candidates=sampler, seed=seed)

@@ -26,10 +26,24 @@ from scipy.special import gammaln
 from icml24.rl.value.tabular import exact_max
 
 
+def _check_int(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``; a clear TypeError/ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
 def candidate_size(n_actions: int) -> int:
     """The paper's random-set size ``ceil(log2 n)`` (at least 1)."""
-    if not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
-        raise ValueError(f"n_actions must be a positive int, got {n_actions!r}")
+    n_actions = _check_int("n_actions", n_actions, 1)
     return max(1, math.ceil(math.log2(n_actions))) if n_actions > 1 else 1
 
 
@@ -47,6 +61,9 @@ def sample_without_replacement(n: int, k: int, size: int, rng: np.random.Generat
     For ``k << n``: draw with replacement and redraw the duplicates of each row (vectorised rejection); for
     large ``k`` fall back to the ``k`` smallest of ``n`` random keys. Both give uniform subsets.
     """
+    n = _check_int("n", n, 1)
+    size = _check_int("size", size, 0)
+    _check_rng(rng)
     k = _check_k(k, n)
     if 4 * k > n:
         return np.argpartition(rng.random((size, n)), k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (size, 1))
@@ -66,28 +83,46 @@ def stochastic_max(
     """Row-wise ``max`` and ``argmax`` of ``q`` (``(B, n)``) over ``R u M``.
 
     Args:
-        q: the values of every action (only the candidates are read).
+        q: the values of every action (finite; only the candidates' entries are read after the check).
         k: ``|R|``; ``k >= n`` means the exact max.
         rng: random generator for ``R``.
-        memory: ``(B, m)`` memory actions per row; ``-1`` marks an empty slot.
+        memory: ``(B, m)`` integer memory actions per row; ``-1`` marks an empty slot.
 
     Returns:
         ``(values (B,), argmax (B,), evaluations)`` where ``evaluations`` counts the Q entries read.
     """
     q = np.asarray(q)
-    if q.ndim != 2:
-        raise ValueError(f"q must be (batch, n_actions), got shape {q.shape}")
+    if q.ndim != 2 or q.shape[1] < 1:
+        raise ValueError(f"q must be (batch, n_actions) with n_actions >= 1, got shape {q.shape}")
+    if q.dtype.kind not in "biuf":
+        raise TypeError(f"q must hold real numbers, got dtype {q.dtype}")
+    if not np.all(np.isfinite(q)):
+        raise ValueError("q must be finite (a NaN Q value has no max)")
+    _check_rng(rng)
+    k = _check_k(k, q.shape[1])
+    if memory is not None:
+        mem = np.asarray(memory)
+        if mem.dtype.kind not in "iu":
+            raise TypeError(f"memory must hold integer action indices (-1 = empty), got dtype {mem.dtype}")
+        if mem.size % max(q.shape[0], 1) != 0:
+            raise ValueError(f"memory must have {q.shape[0]} rows, got shape {mem.shape}")
+        memory = mem.astype(np.int64).reshape(q.shape[0], -1)
+        if np.any(memory >= q.shape[1]) or np.any(memory < -1):
+            raise ValueError(f"memory actions must be in [0, {q.shape[1]}) or -1 (empty)")
+    return _stochastic_max(q, k, rng, memory)
+
+
+def _stochastic_max(
+    q: np.ndarray, k: int, rng: np.random.Generator, memory: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`stochastic_max` without the O(B n) input checks (the learners' hot path reads O(B k) entries)."""
     B, n = q.shape
-    k = _check_k(k, n)
-    if k == n:
+    if k >= n:
         a = q.argmax(1)
         return q[np.arange(B), a], a, q.size
     cand = sample_without_replacement(n, k, B, rng)
     valid = np.ones(cand.shape, dtype=bool)
     if memory is not None:
-        memory = np.asarray(memory, dtype=np.int64).reshape(B, -1)
-        if np.any(memory >= n) or np.any(memory < -1):
-            raise ValueError(f"memory actions must be in [0, {n}) or -1 (empty)")
         cand = np.concatenate([cand, np.maximum(memory, 0)], axis=1)
         valid = np.concatenate([valid, memory >= 0], axis=1)
     vals = np.where(valid, np.take_along_axis(q, cand, 1), -np.inf)
@@ -111,6 +146,10 @@ class StochasticMaximizer:
     """
 
     def __init__(self, *, n_runs: int, n_states: int, k: int | None = None, use_memory: bool = True) -> None:
+        n_runs = _check_int("n_runs", n_runs, 1)
+        n_states = _check_int("n_states", n_states, 1)
+        if not isinstance(use_memory, bool):
+            raise TypeError(f"use_memory must be True or False, got {use_memory!r}")
         if k is not None:
             _check_k(k, 1 << 62)
         self.k = k
@@ -126,7 +165,7 @@ class StochasticMaximizer:
             v, a, ev = exact_max(q, states, rng)
         else:
             mem = self.memory[self._rows, states][:, None] if self.use_memory else None
-            v, a, ev = stochastic_max(q, k, rng, mem)
+            v, a, ev = _stochastic_max(q, k, rng, mem)
         if self.use_memory:
             self.memory[self._rows, states] = a
         return v, a, ev
@@ -167,14 +206,23 @@ def _torch_subset(n: int, k: int, generator: torch.Generator) -> torch.Tensor:
 
 
 def p_argmax_in_random_set(n: int, k: int) -> float:
-    """``P(a fixed argmax in R) = k / n`` for a uniform ``k``-subset ``R`` of ``n`` actions."""
+    """``P(a fixed argmax in R) = k / n`` for a uniform ``k``-subset ``R`` of ``n`` actions (``k >= n``: 1)."""
+    n = _check_int("n", n, 1)
+    k = _check_int("k", k, 1)
     return min(k, n) / n
 
 
 def p_top_m_in_random_set(n: int, k: int, m: int) -> float:
-    """``P(R contains at least one of the top m actions) = 1 - C(n - m, k) / C(n, k)`` (hypergeometric)."""
+    """``P(R contains at least one of the top m actions) = 1 - C(n - m, k) / C(n, k)`` (hypergeometric).
+
+    ``0 <= m <= n``; ``m = 0`` gives 0 and ``k >= n - m + 1`` gives 1 (pigeonhole)."""
+    n = _check_int("n", n, 1)
+    k = _check_int("k", k, 1)
+    m = _check_int("m", m, 0)
+    if m > n:
+        raise ValueError(f"m must be <= n = {n}, got {m}")
     k = min(k, n)
-    if m <= 0:
+    if m == 0:
         return 0.0
     if n - m < k:
         return 1.0

@@ -21,7 +21,7 @@ from torch import nn
 
 from icml24.rl.value.networks import StateActionQNetwork, StateQNetwork
 from icml24.rl.value.replay import ReplayBuffer
-from icml24.rl.value.tabular import check_gamma
+from icml24.rl.value.tabular import check_gamma, check_int
 
 
 class CandidateSampler(Protocol):
@@ -62,8 +62,12 @@ class DQNConfig:
     """Multiplicative decay of epsilon after every gradient step."""
     epsilon_min: float = 0.01
     """Floor of epsilon."""
-    target_update_every: int = 1
-    """Copy the online network into the target network every this many gradient steps (code: 1)."""
+    target_update_every: int = 100
+    """Copy the online network into the target network every this many gradient steps: the periodic hard
+    update of DQN (Mnih et al., 2015) and Double DQN (van Hasselt et al., 2016), on which the paper builds
+    StochDQN/StochDDQN. 100 = once per 100-step episode of the paper's deep runs. The released StochDQN script
+    copies after *every* env step (1); then the target network equals the online one at every update, so DQN
+    and Double DQN (and StochDQN and StochDDQN) compute the same targets bit for bit."""
     double: bool = False
     """Double DQN: online network selects, target network evaluates."""
     network: str = "state_action"
@@ -82,7 +86,7 @@ class DQNConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not 0.0 < self.epsilon_decay <= 1.0:
             raise ValueError(f"epsilon_decay must be in (0, 1], got {self.epsilon_decay}")
-        if not isinstance(self.target_update_every, int) or self.target_update_every < 1:
+        if isinstance(self.target_update_every, bool) or not isinstance(self.target_update_every, int) or self.target_update_every < 1:
             raise ValueError(f"target_update_every must be a positive int, got {self.target_update_every!r}")
 
 
@@ -106,6 +110,10 @@ class DQNAgent:
         candidates: CandidateSampler | None = None,
         seed: int = 0,
     ) -> None:
+        if not isinstance(config, DQNConfig):
+            raise TypeError(f"config must be a DQNConfig, got {type(config).__name__}")
+        obs_dim = check_int("obs_dim", obs_dim, 1)
+        seed = check_int("seed", seed, 0)
         self.config = config
         self.candidates = candidates if candidates is not None else AllActions()
         self.generator = torch.Generator().manual_seed(seed)
@@ -118,7 +126,9 @@ class DQNAgent:
                 obs_dim=obs_dim, action_table=action_table, hidden=config.hidden
             )
         else:
-            n = action_table if isinstance(action_table, int) else len(action_table)
+            n = check_int("action_table", action_table, 1) if isinstance(action_table, (int, np.integer)) else len(
+                action_table
+            )
             self.q = StateQNetwork(obs_dim=obs_dim, n_actions=n, hidden=config.hidden)
         self.obs_dim = obs_dim
         self.n_actions = self.q.n_actions

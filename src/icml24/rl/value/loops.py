@@ -27,7 +27,8 @@ def train_dqn(
     truncates earlier than the env's own limit (the official script caps episodes at 100 steps).
     Returns the undiscounted episode returns, their end steps, CPU time per env step (``time.process_time``:
     robust to other processes on a shared machine; timed once the buffer
-    holds a minibatch, so every timed step updates) and Q evaluations per step.
+    holds a minibatch, so every timed step updates), the CPU time of each timed step (``step_seconds``; the
+    reset after an episode end is not in it) and Q evaluations per step.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -38,12 +39,14 @@ def train_dqn(
     ends: list[int] = []
     update_time = 0.0
     timed_steps = 0
+    step_times: list[float] = []  # CPU seconds of each timed env step (act + env + store + update)
     start = None
     evals0 = 0
     for t in range(steps):
         if start is None and len(agent.buffer) >= agent.batch_size:
             start = time.process_time()  # time only the steady state: every step acts greedily-or-not and updates
             evals0 = agent.evaluations
+        t0 = time.process_time()
         a = agent.act(obs)
         env_action = grid.index_to_action(a).astype(np.float32) if grid is not None else a
         obs2, r, term, trunc, _ = env.step(env_action)
@@ -54,8 +57,10 @@ def train_dqn(
         u0 = time.process_time()
         agent.update()
         if start is not None:
-            update_time += time.process_time() - u0
+            t1 = time.process_time()
+            update_time += t1 - u0
             timed_steps += 1
+            step_times.append(t1 - t0)
         ep_ret += float(r)
         obs = obs2
         if term or trunc:
@@ -70,5 +75,6 @@ def train_dqn(
         "episode_end_steps": ends,
         "seconds_per_step": wall / timed_steps,
         "update_seconds_per_step": update_time / timed_steps,
+        "step_seconds": step_times,
         "evaluations_per_step": (agent.evaluations - evals0) / timed_steps if start is not None else 0.0,
     }

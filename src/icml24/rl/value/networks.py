@@ -117,9 +117,16 @@ class StateActionQNetwork(_CountingQ):
 
     def __init__(self, *, obs_dim: int, action_table: np.ndarray | torch.Tensor, hidden: Sequence[int] = (64, 64)):
         super().__init__()
-        table = torch.as_tensor(np.asarray(action_table), dtype=torch.float32)
-        if table.ndim != 2:
-            raise ValueError(f"action_table must be (n, d), got shape {tuple(table.shape)}")
+        arr = np.asarray(action_table)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"action_table must hold numbers, got dtype {arr.dtype}")
+        table = torch.as_tensor(arr, dtype=torch.float32)
+        if table.ndim != 2 or table.shape[0] < 1 or table.shape[1] < 1:
+            raise ValueError(f"action_table must be (n, d) with n, d >= 1, got shape {tuple(table.shape)}")
+        if not bool(torch.isfinite(table).all()):
+            raise ValueError("action_table must be finite")
+        if isinstance(obs_dim, bool) or not isinstance(obs_dim, (int, np.integer)) or obs_dim < 1:
+            raise ValueError(f"obs_dim must be a positive int, got {obs_dim!r}")
         self.obs_dim = int(obs_dim)
         self.n_actions = table.shape[0]
         self.register_buffer("action_table", table)
@@ -160,8 +167,10 @@ class StateQNetwork(_CountingQ):
 
     def __init__(self, *, obs_dim: int, n_actions: int, hidden: Sequence[int] = (64, 64)):
         super().__init__()
-        if n_actions < 1:
-            raise ValueError(f"n_actions must be >= 1, got {n_actions}")
+        if isinstance(n_actions, bool) or not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
+            raise ValueError(f"n_actions must be a positive int, got {n_actions!r}")
+        if isinstance(obs_dim, bool) or not isinstance(obs_dim, (int, np.integer)) or obs_dim < 1:
+            raise ValueError(f"obs_dim must be a positive int, got {obs_dim!r}")
         self.obs_dim = int(obs_dim)
         self.n_actions = int(n_actions)
         self.net = mlp(self.obs_dim, hidden, self.n_actions)

@@ -18,6 +18,15 @@ from typing import Any, Protocol
 import numpy as np
 
 
+def check_int(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``, or a TypeError/ValueError that names ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
 def check_gamma(gamma: float, *, allow_one: bool = True) -> float:
     """Validate a discount factor (``[0, 1]`` or ``[0, 1)``)."""
     if not isinstance(gamma, (int, float, np.floating)) or not np.isfinite(gamma):
@@ -147,6 +156,22 @@ class QLearningConfig:
     double: bool = False
     """Double Q-learning (van Hasselt, 2010): two tables, one selects and the other evaluates."""
 
+    def __post_init__(self) -> None:
+        check_gamma(self.gamma)
+        for name, lo_open in (("alpha", True), ("epsilon", False)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+            if not ((0 < v) if lo_open else (0 <= v)) or v > 1:
+                raise ValueError(f"{name} must be in {'(0' if lo_open else '[0'}, 1], got {v}")
+        if isinstance(self.q_init, bool) or not isinstance(self.q_init, (int, float, np.floating)) or not np.isfinite(
+            self.q_init
+        ):
+            raise ValueError(f"q_init must be a finite number, got {self.q_init!r}")
+        check_int("horizon", self.horizon, 1)
+        if not isinstance(self.double, bool):
+            raise TypeError(f"double must be True or False, got {self.double!r}")
+
 
 def q_learning(
     mdp: TabularMDP,
@@ -166,11 +191,14 @@ def q_learning(
     maps the current tables ``(n_runs, S, A)`` to one score per run, recorded every ``eval_every`` steps.
     Returns the tables, the curve, and the number of Q evaluations spent in maximisations.
     """
-    check_gamma(config.gamma)
-    if not 0 < config.alpha <= 1:
-        raise ValueError(f"alpha must be in (0, 1], got {config.alpha}")
-    if not 0 <= config.epsilon <= 1:
-        raise ValueError(f"epsilon must be in [0, 1], got {config.epsilon}")
+    if not isinstance(mdp, TabularMDP):
+        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    if not isinstance(config, QLearningConfig):
+        raise TypeError(f"config must be a QLearningConfig, got {type(config).__name__}")
+    n_runs = check_int("n_runs", n_runs, 1)
+    steps = check_int("steps", steps, 0)
+    seed = check_int("seed", seed, 0)
+    eval_every = check_int("eval_every", eval_every, 0)
     rng = np.random.default_rng(seed)
     S, A, B = mdp.n_states, mdp.n_actions, n_runs
     tables = np.full((2 if config.double else 1, B, S, A), float(config.q_init))

@@ -10,6 +10,7 @@ and :meth:`TD3Agent.compute_target` are the two hooks a variant overrides (max-r
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from torch import nn
 
 from icml24.rl.value.networks import mlp
 from icml24.rl.value.replay import ReplayBuffer
-from icml24.rl.value.tabular import check_gamma
+from icml24.rl.value.tabular import check_gamma, check_int
 
 
 @dataclass(frozen=True)
@@ -50,16 +51,25 @@ class TD3Config:
 
     def __post_init__(self) -> None:
         check_gamma(self.gamma)
+        for name in ("tau", "actor_lr", "critic_lr", "target_noise", "noise_clip", "exploration_noise"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if not 0 < self.tau <= 1:
             raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        for name in ("batch_size", "buffer_size", "policy_delay"):
+            check_int(name, getattr(self, name), 1)
 
 
 class TD3Agent:
     """A TD3 agent over ``[-1, 1]^action_dim`` actions; observations are float tensors ``(B, obs_dim)``."""
 
     def __init__(self, *, obs_dim: int, action_dim: int, config: TD3Config = TD3Config(), seed: int = 0) -> None:  # noqa: B008
+        if not isinstance(config, TD3Config):
+            raise TypeError(f"config must be a TD3Config, got {type(config).__name__}")
         self.config = config
-        self.obs_dim, self.action_dim = int(obs_dim), int(action_dim)
+        self.obs_dim, self.action_dim = check_int("obs_dim", obs_dim, 1), check_int("action_dim", action_dim, 1)
+        seed = check_int("seed", seed, 0)
         self.generator = torch.Generator().manual_seed(seed)
         torch.manual_seed(seed)
         self.actor = nn.Sequential(mlp(self.obs_dim, config.hidden, self.action_dim), nn.Tanh())
