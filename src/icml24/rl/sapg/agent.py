@@ -48,10 +48,11 @@ class SAPGConfig:
     """``leader_follower`` (SAPG), ``symmetric`` (every block learns from another; ablation) or ``none``."""
     entropy_scale: float = 0.005
     """Per-block entropy bonus c_j = ppo.entropy_coef + entropy_scale * linspace(0.5, 0, M)_j (0 disables)."""
-    kl_on_policy_only: bool = True
-    """Adaptive-LR KL over on-policy samples only. The official code averages it over the union batch, which
-    also counts KL(follower || leader) of the relabelled samples; on our toy that drove the learning rate to
-    its floor (1e-6) within a few iterations, so by default we measure the trust region on on-policy data."""
+    kl_on_policy_only: bool = False
+    """Adaptive-LR KL over on-policy samples only (True), or over the whole union batch as the official code does
+    (False, the default). With old-policy outputs refreshed per minibatch (rl_games ``update_mu_sigma``) the
+    relabelled samples' KL(follower || leader) enters only the first epoch, and the learning rate does not
+    collapse (it did, to the 1e-6 floor, before the PPO core refreshed them)."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """The underlying PPO hyper-parameters (shared by all blocks)."""
 
