@@ -98,11 +98,14 @@ def show(
     else:
         console.print(f"No reproduction yet ({p.status}).")
     if store.exists():
-        from icml24.common.store import ResultStore
+        from icml24.common.store import ResultStore, StoreError
 
-        s = ResultStore(store)
-        verdicts = s.analyses(slug)
-        rows = s.summary(slug)
+        try:
+            s = ResultStore(store, readonly=True)
+            verdicts = s.analyses(slug)
+            rows = s.summary(slug)
+        except StoreError as exc:
+            raise _fail(str(exc)) from None
         if verdicts:
             console.print("Last verdicts:")
             for v in verdicts[:3]:
@@ -150,6 +153,13 @@ class _Progress:
             self.bar.start()
 
     def __call__(self, event: str, job: Job, result: JobResult | None) -> None:
+        if event == "skip":  # another process sharing the store finished it
+            self.done += 1
+            if self.bar is not None:
+                self.bar.update(self.task, advance=1)
+            else:
+                print(f"[{self.done}/{self.total}] done by another process: {job.label}", flush=True)
+            return
         if event == "start":
             if self.bar is not None:
                 self.bar.update(self.task, description=escape(job.label))
@@ -171,6 +181,24 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one error line (never wrapped) and return the exit to raise."""
+    err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+    return typer.Exit(code=code)
+
+
+def _write_report(reports: list, out: Path) -> Path:
+    from icml24.common.report import write_report
+
+    try:
+        return write_report(reports, out)
+    except OSError as exc:
+        where = exc.filename or out
+        raise _fail(
+            f"cannot write the report to {out} ({exc.strerror or exc} at {where}): pass --out to a writable folder"
+        ) from None
 
 
 def _check_scale(scale: str) -> None:
@@ -210,9 +238,9 @@ def reproduce(
     """Run the reproductions (all implemented papers, or those named), resuming from the store, and
     write the report (index.html, report.md, results.json)."""
     from icml24.common.registry import get_reproduction
-    from icml24.common.report import analyze_paper, write_report
-    from icml24.common.runner import BACKENDS, pending_jobs, run_jobs
-    from icml24.common.store import ResultStore
+    from icml24.common.report import analyze_paper
+    from icml24.common.runner import BACKENDS, RunnerError, RunTerminated, pending_jobs, run_jobs
+    from icml24.common.store import ResultStore, StoreError
 
     _check_scale(scale)
     if backend not in BACKENDS:
@@ -231,8 +259,11 @@ def reproduce(
     if not runnable:
         err.print("nothing to run.")
         raise typer.Exit(code=0)
-    rs = ResultStore(store)
-    todo = len(pending_jobs(jobs, rs, force))
+    try:
+        rs = ResultStore(store)
+        todo = len(pending_jobs(jobs, rs, force))
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
     console.print(
         f"{len(runnable)} paper(s), {len(jobs)} job(s) at scale {scale!r}: {len(jobs) - todo} already in "
         f"{store}, {todo} to run on backend {backend!r}."
@@ -247,9 +278,19 @@ def reproduce(
         progress.close()
         err.print("[yellow]interrupted:[/] finished jobs are in the store; rerun the same command to resume.")
         raise typer.Exit(code=130) from None
+    except RunTerminated as exc:
+        progress.close()
+        err.print(f"[yellow]{exc}:[/] finished jobs are in the store; rerun the same command to resume.")
+        raise typer.Exit(code=128 + exc.signum) from None
+    except (StoreError, RunnerError) as exc:
+        progress.close()
+        raise _fail(str(exc)) from None
     progress.close()
-    reports = [analyze_paper(slug, scale, seeds, rs) for slug in runnable]
-    html_path = write_report(reports, out)
+    try:
+        reports = [analyze_paper(slug, scale, seeds, rs) for slug in runnable]
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    html_path = _write_report(reports, out)
     for r in reports:
         console.print(f"  {r.slug}: [bold]{r.analysis.verdict}[/] ({r.n_ok}/{r.n_jobs} jobs ok)")
     console.print(
@@ -272,20 +313,30 @@ def report(
 ) -> None:
     """Rebuild the report from the store without running anything."""
     from icml24.common.registry import get_reproduction
-    from icml24.common.report import analyze_paper, write_report
-    from icml24.common.store import ResultStore
+    from icml24.common.report import analyze_paper
+    from icml24.common.store import ResultStore, StoreError, is_corrupt
 
     _check_scale(scale)
     if not store.exists():
         err.print(f"[red]error:[/] no results store at {store}")
         raise typer.Exit(code=2)
-    rs = ResultStore(store)
     names = [s for s in _resolve(list(slugs or [])) if scale in get_reproduction(s).scales]
-    reports = [analyze_paper(slug, scale, seeds, rs) for slug in names]
-    html_path = write_report(reports, out)
+    try:
+        rs = ResultStore(store, readonly=True)  # report only reads: it works on a read-only store
+        reports = [analyze_paper(slug, scale, seeds, rs) for slug in names]
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    html_path = _write_report(reports, out)
     for r in reports:
         console.print(f"  {r.slug}: [bold]{r.analysis.verdict}[/] ({r.n_ok}/{r.n_jobs} jobs in the store)")
     console.print(f"Report: {html_path.resolve()}")
+    corrupt = sum(is_corrupt(e) for r in reports for e in r.errors)
+    if corrupt:
+        raise _fail(
+            f"{corrupt} stored row(s) failed their checksum and were not used (see the report); rerun "
+            "`icml24 reproduce` with the same options to recompute them",
+            code=1,
+        )
 
 
 def main() -> None:

@@ -76,3 +76,27 @@ CRASHING = Reproduction(
     ],
     analyze=analyze,
 )
+
+SLOW = Reproduction(
+    slug="fake-slow",
+    claim="Slow jobs can be interrupted.",
+    build_jobs=lambda scale, seeds: [
+        Job("fake-slow", "draw", f"{__name__}:run_draw", {"n": n, "sleep": 4.0}, 0) for n in range(1, 9)
+    ],
+    analyze=analyze,
+)
+
+EMPTY = Reproduction(
+    slug="fake-empty",
+    claim="A job without the metrics its experiment declares is an error.",
+    build_jobs=lambda scale, seeds: [
+        Job("fake-empty", "draw", f"{__name__}:run_draw", {"n": 1}, 0),
+        Job("fake-empty", "empty", f"{__name__}:run_empty", {"n": 1}, 0),
+    ],
+    analyze=analyze,
+    required_metrics={"draw": ("numpy_mean", "not_returned")},
+)
+
+
+def run_empty(config: dict, seed: int) -> dict:
+    return {}

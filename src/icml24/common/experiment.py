@@ -19,7 +19,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -54,6 +54,8 @@ class Job:
         fn: import path of the job function, ``"package.module:function"``.
         config: JSON-serialisable keyword config of the job (no seed in it).
         seed: the seed; the job must derive all randomness from it.
+        required_metrics: metric keys the job's result must hold (filled by :meth:`Reproduction.jobs` from
+            :attr:`Reproduction.required_metrics`); not part of the job's key.
     """
 
     slug: str
@@ -61,6 +63,7 @@ class Job:
     fn: str
     config: Mapping[str, JsonValue]
     seed: int
+    required_metrics: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if ":" not in self.fn:
@@ -159,9 +162,31 @@ def execute_job(job: Job) -> JobResult:
         if not isinstance(metrics, Mapping):
             raise TypeError(f"job function {job.fn} returned {type(metrics).__name__}, expected a dict")
         metrics = to_jsonable(dict(metrics))
+        check_metrics(job, metrics)
         return JobResult(job, "ok", metrics, time.perf_counter() - start)
     except Exception:  # noqa: BLE001 - a crashed job is a result too: its traceback goes to the store
         return JobResult(job, "error", {}, time.perf_counter() - start, traceback.format_exc())
+
+
+class MissingMetricsError(ValueError):
+    """A job returned no metrics, or lacks keys its experiment declares (a crashed job, not an ok one)."""
+
+
+def check_metrics(job: Job, metrics: Mapping[str, JsonValue]) -> None:
+    """The rule for a job's metrics: an empty dict is always an error (an ``ok`` row without numbers would
+    quietly shrink the report's tables), and every key in ``job.required_metrics`` must be present.
+
+    Raises:
+        MissingMetricsError: naming the job function and the missing keys.
+    """
+    if not metrics:
+        raise MissingMetricsError(f"job function {job.fn} returned no metrics (an empty dict)")
+    missing = [k for k in job.required_metrics if k not in metrics]
+    if missing:
+        raise MissingMetricsError(
+            f"job function {job.fn} returned metrics without {', '.join(missing)}, which experiment "
+            f"{job.experiment!r} declares in required_metrics (it returned {', '.join(sorted(metrics)) or 'none'})"
+        )
 
 
 _TIMING_METRIC = re.compile(r"(seconds?|(^|_)sec(_|$)|(^|_)(time|wall|walltime)(_|$)|throughput|_per_s$|_ms$)")
@@ -326,6 +351,9 @@ class Reproduction:
             separately) and must cope with missing ones.
         deviations: every deviation from the paper's setting, stated plainly.
         scales: the scales this reproduction supports.
+        required_metrics: per experiment, the metric keys ``analyze`` needs from each of its jobs. A job whose
+            metrics lack one is stored as crashed (with the missing keys named), not ok; so is a job that
+            returns no metrics at all, declared or not (:func:`check_metrics`).
     """
 
     slug: str
@@ -334,6 +362,15 @@ class Reproduction:
     analyze: Callable[[Sequence[JobResult], str], Analysis]
     deviations: tuple[str, ...] = ()
     scales: tuple[str, ...] = ("smoke", "quick", "full")
+    required_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for experiment, keys in dict(self.required_metrics).items():
+            if not isinstance(experiment, str) or isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+                raise TypeError(
+                    f"required_metrics of {self.slug} must map experiment names to tuples of metric names, "
+                    f"got {experiment!r}: {keys!r}"
+                )
 
     def jobs(self, scale: str, seeds: int | None = None) -> list[Job]:
         if scale not in self.scales:
@@ -347,6 +384,12 @@ class Reproduction:
         for j in jobs:
             if j.slug != self.slug:
                 raise ValueError(f"job slug {j.slug!r} does not match reproduction slug {self.slug!r}")
+        required = dict(self.required_metrics)
+        if required:
+            jobs = [
+                replace(j, required_metrics=tuple(required[j.experiment])) if j.experiment in required else j
+                for j in jobs
+            ]
         return jobs
 
 

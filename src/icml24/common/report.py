@@ -22,6 +22,7 @@ from typing import Any
 
 from icml24 import __version__, catalogue
 from icml24.common.experiment import Analysis, JobResult, Reproduction
+from icml24.common.fingerprint import combine
 from icml24.common.registry import get_reproduction
 from icml24.common.runner import git_commit
 from icml24.common.store import ResultStore
@@ -93,7 +94,11 @@ def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) 
         deviations=repro.deviations, n_jobs=len(jobs), n_ok=len(ok), errors=errors, n_missing=missing,
         wall_time=sum(r.wall_time for r in stored if r is not None), citation=citation,
     )  # fmt: skip
-    store.put_analysis(slug, scale, analysis.verdict, analysis.summary, len(ok), len(errors), missing)
+    if not store.readonly:  # `icml24 report` opens the store read-only
+        store.put_analysis(
+            slug, scale, analysis.verdict, analysis.summary, len(ok), len(errors), missing,
+            fingerprint=combine(store.fingerprint(j) for j in jobs),
+        )  # fmt: skip
     return report
 
 
