@@ -43,7 +43,6 @@ KNOWN_MISSING = {
     "conformal-decision-sets",
     "advised-rflvm",
     "kep-svgp",
-    "size-invariant-sod",
     "platonic-representation",
 }
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
+from ._checks import check_float, check_int
+
 __all__ = ["SaliencyData", "make_multi_object_saliency", "object_recall"]
 
 
@@ -56,9 +58,16 @@ def make_multi_object_saliency(
         noise: standard deviation of the per-pixel Gaussian noise.
         seed: an int or a ``numpy.random.Generator``.
     """
-    if n < 1 or size < 8 or max_objects < 1:
-        raise ValueError(f"need n >= 1, size >= 8, max_objects >= 1; got {n}, {size}, {max_objects}")
-    rmin, rmax = radius_range
+    check_int("n", n, 1)
+    check_int("size", size, 8)
+    check_int("max_objects", max_objects, 1)
+    check_float("contrast", contrast, lo=0.0)
+    check_float("noise", noise, lo=0.0)
+    if not isinstance(seed, np.random.Generator):
+        check_int("seed", seed, 0)
+    if not isinstance(radius_range, (tuple, list)) or len(radius_range) != 2:
+        raise TypeError(f"radius_range must be a (min, max) pair, got {radius_range!r}")
+    rmin, rmax = (check_float("radius_range", r) for r in radius_range)
     if not 0.5 <= rmin <= rmax <= size / 2 - 1:
         raise ValueError(f"radius_range must satisfy 0.5 <= min <= max <= size/2 - 1, got {radius_range}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -129,7 +138,18 @@ def object_recall(pred: np.ndarray, data: SaliencyData, threshold: float = 0.5) 
 
     Returns ``(areas, detected)`` flattened over all objects of all images.
     """
+    if not isinstance(data, SaliencyData):
+        raise TypeError(f"data must be a SaliencyData, got {type(data).__name__}")
+    check_float("threshold", threshold, lo=0.0, hi=1.0)
+    if hasattr(pred, "detach") and hasattr(pred, "cpu"):
+        pred = pred.detach().cpu().numpy()
+    if not isinstance(pred, np.ndarray) or not np.issubdtype(pred.dtype, np.number):
+        raise TypeError(f"pred must be a numeric numpy array or torch tensor, got {type(pred).__name__}")
     p = np.asarray(pred, dtype=np.float64)
+    if p.shape != data.masks.shape:
+        raise ValueError(f"pred must have the shape of data.masks {data.masks.shape}, got {p.shape}")
+    if not np.isfinite(p).all():
+        raise ValueError("pred contains non-finite values (NaN or inf)")
     n, m = data.object_areas.shape
     key = (np.arange(n)[:, None, None] * (m + 1) + data.instances).ravel()
     sums = np.bincount(key, weights=p.ravel(), minlength=n * (m + 1)).reshape(n, m + 1)[:, 1:]

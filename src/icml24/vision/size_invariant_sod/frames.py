@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
+from ._checks import check_bool, check_int
+
 __all__ = ["Frames", "object_frames", "encode_frames_bitmask", "decode_frames_bitmask", "box_sums", "box_pixels"]
 
 
@@ -59,7 +61,7 @@ class Frames:
 
 
 def _structure(connectivity: int) -> np.ndarray:
-    if connectivity not in (4, 8):
+    if isinstance(connectivity, bool) or connectivity not in (4, 8):
         raise ValueError(f"connectivity must be 4 or 8, got {connectivity!r}")
     s2 = ndimage.generate_binary_structure(2, 1 if connectivity == 4 else 2)
     # Zero planes above and below: components never cross from one image of the batch to the next.
@@ -84,13 +86,21 @@ def object_frames(
     Returns:
         :class:`Frames` for the batch (a 2-D input is treated as a batch of one).
     """
+    if hasattr(gt, "detach") and hasattr(gt, "cpu"):
+        gt = gt.detach().cpu().numpy()
+    if not isinstance(gt, (np.ndarray, list, tuple)):
+        raise TypeError(f"gt must be a numpy array or torch tensor, got {type(gt).__name__}")
     g = np.asarray(gt)
     if g.ndim == 2:
         g = g[None]
     if g.ndim != 3:
         raise ValueError(f"gt must be (H, W) or (B, H, W), got shape {np.shape(gt)}")
-    if min_area < 0:
-        raise ValueError(f"min_area must be >= 0, got {min_area}")
+    if not (g.dtype == bool or np.issubdtype(g.dtype, np.number)):
+        raise TypeError(f"gt must be a numeric or boolean mask, got dtype {g.dtype}")
+    if g.dtype != bool and not np.isfinite(g).all():
+        raise ValueError("gt contains non-finite values (NaN or inf)")
+    check_int("min_area", min_area, 0)
+    check_bool("keep_largest", keep_largest)
     fg = g > 0.5
     labels, n = ndimage.label(fg, structure=_structure(connectivity))
     bsz = g.shape[0]
@@ -118,6 +128,8 @@ def encode_frames_bitmask(frames: Frames) -> np.ndarray:
 
     Boxes are numbered from 1 within each image. Supports up to 62 objects per image.
     """
+    if not isinstance(frames, Frames):
+        raise TypeError(f"frames must be a Frames (from object_frames), got {type(frames).__name__}")
     if frames.n_objects.size and frames.n_objects.max() > 62:
         raise ValueError(f"at most 62 objects per image fit in an int64 bit mask, got {frames.n_objects.max()}")
     bsz, h, w = frames.shape
@@ -131,9 +143,17 @@ def encode_frames_bitmask(frames: Frames) -> np.ndarray:
 
 def decode_frames_bitmask(weight: np.ndarray) -> list[list[tuple[int, int, int, int]]]:
     """Recover the boxes ``(y0, y1, x0, x1)`` of every image from a bit-mask weight map."""
-    w = np.asarray(weight)
+    if not isinstance(weight, np.ndarray):
+        raise TypeError(f"weight must be a numpy array (the bit-mask weight map), got {type(weight).__name__}")
+    w = weight
     if w.ndim == 2:
         w = w[None]
+    if w.ndim != 3:
+        raise ValueError(f"weight must be (H, W) or (B, H, W), got shape {weight.shape}")
+    if not np.issubdtype(w.dtype, np.number) or (np.issubdtype(w.dtype, np.floating) and not np.isfinite(w).all()):
+        raise ValueError("weight must hold finite non-negative integers")
+    if (w < 0).any() or (w != np.floor(w)).any():
+        raise ValueError("weight must hold non-negative integers (bit k-1 set inside box k)")
     w = w.astype(np.int64)
     out: list[list[tuple[int, int, int, int]]] = []
     for img in w:

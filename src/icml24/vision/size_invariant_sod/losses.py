@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._checks import check_bool, check_int
 from .frames import Frames, object_frames
 
 __all__ = ["SizeInvariantLoss", "frame_box_means"]
@@ -59,10 +60,10 @@ class SizeInvariantLoss(nn.Module):
 
     def __init__(self, *, base: BaseLoss = "bce", size_invariant: bool = True, min_area: int = 0) -> None:
         super().__init__()
-        if base not in ("bce", "mse", "l1", "bce+dice", "bce+iou"):
+        if not isinstance(base, str) or base not in ("bce", "mse", "l1", "bce+dice", "bce+iou"):
             raise ValueError(f"base must be one of bce, mse, l1, bce+dice, bce+iou; got {base!r}")
-        if min_area < 0:
-            raise ValueError(f"min_area must be >= 0, got {min_area}")
+        check_int("min_area", min_area, 0)
+        check_bool("size_invariant", size_invariant)
         self.base = base
         self.size_invariant = size_invariant
         self.min_area = min_area
@@ -93,7 +94,11 @@ class SizeInvariantLoss(nn.Module):
         outputs = list(logits) if isinstance(logits, (list, tuple)) else [logits]
         if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
             raise TypeError("logits must be a torch.Tensor or a non-empty list of them")
+        if frames is not None and not isinstance(frames, Frames):
+            raise TypeError(f"frames must be a Frames (from object_frames) or None, got {type(frames).__name__}")
         tgt = self._squeeze(target, "target")
+        if not tgt.is_floating_point():
+            tgt = tgt.float()
         if not torch.isfinite(tgt).all() or tgt.min() < 0 or tgt.max() > 1:
             raise ValueError("target must be a finite binary mask with values in [0, 1]")
         tgt = (tgt > 0.5).to(outputs[0].dtype)

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._checks import check_bool, check_float, check_int
 from .frames import Frames, box_pixels, object_frames
 
 __all__ = [
@@ -110,6 +111,9 @@ def _out(values: np.ndarray, single: bool) -> float | np.ndarray:
 
 
 def _frames_for(g: np.ndarray, frames: Frames | None, min_area: int) -> Frames:
+    check_int("min_area", min_area, 0)
+    if frames is not None and not isinstance(frames, Frames):
+        raise TypeError(f"frames must be a Frames (from object_frames) or None, got {type(frames).__name__}")
     if frames is None:
         return object_frames(g, min_area=min_area)
     if tuple(frames.shape) != g.shape:
@@ -118,20 +122,20 @@ def _frames_for(g: np.ndarray, frames: Frames | None, min_area: int) -> Frames:
 
 
 def _thresholds(num: int) -> np.ndarray:
+    if isinstance(num, bool) or not isinstance(num, (int, np.integer)):
+        raise TypeError(f"num_thresholds must be an int >= 2, got {num!r}")
     if num < 2:
         raise ValueError(f"num_thresholds must be >= 2, got {num}")
     return np.arange(num) / (num - 1)
 
 
 def _check_f_params(beta2: float, smoothing: float) -> None:
-    if not (np.isfinite(beta2) and beta2 > 0):
-        raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}")
+    check_float("beta2", beta2, lo=0.0, lo_open=True)
     _check_smoothing(smoothing)
 
 
 def _check_smoothing(smoothing: float) -> None:
-    if not (np.isfinite(smoothing) and smoothing >= 0):
-        raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing!r}")
+    check_float("smoothing", smoothing, lo=0.0)
 
 
 def _bin_index(p: np.ndarray, num: int) -> np.ndarray:
@@ -153,7 +157,7 @@ CONVENTIONS = ("box", "masked_image", "official")
 
 
 def _check_convention(convention: str) -> None:
-    if convention not in CONVENTIONS:
+    if not isinstance(convention, str) or convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}; got {convention!r}")
 
 
@@ -364,6 +368,7 @@ def f_measure(
     p, g, single = _prepare(pred, gt)
     _thresholds(num_thresholds)
     _check_f_params(beta2, smoothing)
+    check_bool("normalize", normalize)
     hist = _frame_histograms(p, g, None, num_thresholds, normalize)
     curves = _f_curves(hist, beta2, smoothing)
     if aggregate == "curve":
@@ -408,6 +413,7 @@ def si_f_measure(
     fr = _frames_for(g, frames, min_area)
     _thresholds(num_thresholds)
     _check_f_params(beta2, smoothing)
+    check_bool("normalize", normalize)
     _check_convention(convention)
     if aggregate not in ("mean", "max"):
         raise ValueError(f"aggregate must be 'mean' or 'max', got {aggregate!r}")
@@ -474,6 +480,7 @@ def evaluate(pred: Any, gt: Any, *, min_area: int = 0, convention: Convention = 
     SI-AUC."""
     p, g, _ = _prepare(pred, gt)
     _check_convention(convention)
+    check_int("min_area", min_area, 0)
     fr = object_frames(g, min_area=min_area)
     vals = {
         "mae": mae(p, g),

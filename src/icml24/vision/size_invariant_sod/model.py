@@ -7,6 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ._checks import check_float, check_int
+
 __all__ = ["TinyUNet"]
 
 
@@ -30,8 +32,11 @@ class TinyUNet(nn.Module):
 
     def __init__(self, *, in_channels: int = 3, width: int = 8, depth: int = 3, head_bias: float = -2.0) -> None:
         super().__init__()
-        if depth < 1 or width < 1:
-            raise ValueError(f"depth and width must be >= 1, got {depth}, {width}")
+        check_int("in_channels", in_channels, 1)
+        check_int("width", width, 1)
+        check_int("depth", depth, 1)
+        check_float("head_bias", head_bias)
+        self.in_channels = in_channels
         ch = [width * 2**s for s in range(depth)]
         self.down = nn.ModuleList([_block(in_channels if s == 0 else ch[s - 1], ch[s]) for s in range(depth)])
         self.up = nn.ModuleList([nn.ConvTranspose2d(ch[s + 1], ch[s], 2, stride=2) for s in range(depth - 1)])
@@ -43,6 +48,11 @@ class TinyUNet(nn.Module):
         self.pool = nn.MaxPool2d(2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor (B, C, H, W), got {type(x).__name__}")
+        div = 2 ** (len(self.down) - 1)
+        if x.ndim != 4 or x.shape[1] != self.in_channels or x.shape[2] % div or x.shape[3] % div:
+            raise ValueError(f"x must be (B, {self.in_channels}, H, W) with H and W divisible by {div}, got {tuple(x.shape)}")
         skips = []
         for s, blk in enumerate(self.down):
             x = blk(x if s == 0 else self.pool(x))
