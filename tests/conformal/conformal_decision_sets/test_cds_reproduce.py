@@ -143,7 +143,7 @@ def test_rule_power_at_the_papers_effect_matches_a_simulation():
     for t in tasks:
         a, b = acc[(t, "conformal")], acc[(t, "topk")]
         analytic *= welch_power(a.mean() - b.mean(), a.std(ddof=1), b.std(ddof=1), a.size, b.size)
-    n_sims, wins = 300, 0
+    n_sims, wins = 200, 0
     for _ in range(n_sims):
         values = {}
         for t in tasks:
@@ -154,5 +154,5 @@ def test_rule_power_at_the_papers_effect_matches_a_simulation():
     assert abs(wins / n_sims - analytic) < 4 * np.sqrt(analytic * (1 - analytic) / n_sims)
     # and under no effect it almost never says supported (size <= alpha^3 for independent tasks)
     null = sum(all(c.verdict == "supported" for c in trial_task_checks(
-        {t: (rng.normal(0.7, 0.1, 50), rng.normal(0.7, 0.1, 50)) for t in tasks})) for _ in range(200))
+        {t: (rng.normal(0.7, 0.1, 50), rng.normal(0.7, 0.1, 50)) for t in tasks})) for _ in range(100))
     assert null <= 2
