@@ -31,8 +31,18 @@ from icml24.conformal.rob_fcp.characterization import check_bounds, coarsen_hist
 from icml24.conformal.rob_fcp.detection import NeighborMode
 from icml24.conformal.rob_fcp.quantile import RankRule, histogram_quantile
 from icml24.conformal.rob_fcp.robust import select_clients
+from icml24.conformal.rob_fcp.weights import (
+    DEFAULT_MAX_WEIGHT_RATIO,
+    cap_counts,
+    check_max_weight_ratio,
+    weight_cap,
+)
 
 __all__ = ["ServerAggregate", "aggregate_histograms", "validate_histogram"]
+
+
+MAX_TOTAL = float(2**53)
+"""Largest total count the server accepts: beyond it float64 no longer counts integers exactly."""
 
 
 def validate_histogram(counts: object, expected_bins: int, num_examples: object = None) -> str | None:
@@ -45,7 +55,7 @@ def validate_histogram(counts: object, expected_bins: int, num_examples: object 
     """
     try:
         c = np.asarray(counts, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return "counts are not numeric"
     if c.ndim != 1:
         return f"counts must be 1-D, got shape {c.shape}"
@@ -57,13 +67,20 @@ def validate_histogram(counts: object, expected_bins: int, num_examples: object 
         return "counts contain negative mass"
     if not np.array_equal(c, np.round(c)):
         return "counts are not integer-valued"
-    total = c.sum()
+    with np.errstate(over="ignore"):  # finite counts may overflow to an infinite total: reported below
+        total = c.sum()
+    if not math.isfinite(total):
+        return "counts sum to a non-finite total"
+    if total > MAX_TOTAL:
+        return f"counts sum to {total:g}, more than {MAX_TOTAL:g} (not countable exactly in float64)"
     if total <= 0:
         return "counts are all zero"
     if num_examples is not None:
+        if isinstance(num_examples, (bool, np.bool_)):
+            return f"num_examples is not a number: {num_examples!r}"
         try:
             n = float(num_examples)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return f"num_examples is not a number: {num_examples!r}"
         if not math.isfinite(n) or n != total:
             return f"counts sum to {total:g} but num_examples is {num_examples!r}"
@@ -81,6 +98,8 @@ class ServerAggregate:
         rejected: ``{index: reason}`` for the malformed messages.
         n_malicious: number of malicious clients, malformed ones included (given or estimated).
         maliciousness: (K,) maliciousness scores, ``inf`` for malformed messages.
+        capped: ``{index: (claimed size, size used)}`` for the kept clients whose weight was capped (a
+            defence beyond the paper, see :mod:`~icml24.conformal.rob_fcp.weights`).
     """
 
     qhat: float
@@ -89,6 +108,7 @@ class ServerAggregate:
     rejected: dict[int, str] = field(default_factory=dict)
     n_malicious: int = 0
     maliciousness: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    capped: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 def aggregate_histograms(
@@ -104,6 +124,7 @@ def aggregate_histograms(
     rank_rule: RankRule = "fcp",
     bounds: tuple[float, float] = (0.0, 1.0),
     variance: Literal["mle", "unit"] = "unit",
+    max_weight_ratio: float | None = DEFAULT_MAX_WEIGHT_RATIO,
 ) -> ServerAggregate:
     """Rob-FCP on the server from the clients' fine bin counts (length ``n_bins * refine`` each).
 
@@ -117,8 +138,12 @@ def aggregate_histograms(
             to estimate it among the well-formed clients.
         neighbor_mode, ord, rank_rule, bounds, variance: as in
             :func:`~icml24.conformal.rob_fcp.robust.rob_fcp_quantile`.
+        max_weight_ratio: a kept client weighs at most this many times the median kept client (its counts
+            are rescaled to the cap); ``None``: weights as claimed, as in the paper. Beyond the paper: it
+            stops a client with a benign-looking histogram and an inflated sample count.
     """
     alpha = check_alpha(alpha)
+    max_weight_ratio = check_max_weight_ratio(max_weight_ratio)
     bounds = check_bounds(bounds)
     n_clients = len(counts)
     if num_examples is not None and len(num_examples) != n_clients:
@@ -146,6 +171,15 @@ def aggregate_histograms(
     )
     scores[ok] = local_scores
     benign = ok[benign_local]
-    qhat = histogram_quantile(fine[benign_local], alpha, rank_rule=rank_rule, bounds=bounds)
+    kept = fine[benign_local]
+    sizes = kept.sum(axis=1)
+    cap = weight_cap(sizes, max_weight_ratio)
+    capped: dict[int, tuple[float, float]] = {}
+    if math.isfinite(cap) and (sizes > cap).any():
+        kept = kept.copy()
+        for j in np.flatnonzero(sizes > cap):
+            kept[j] = cap_counts(kept[j], cap)
+            capped[int(benign[j])] = (float(sizes[j]), float(kept[j].sum()))
+    qhat = histogram_quantile(kept, alpha, rank_rule=rank_rule, bounds=bounds)
     malicious = np.setdiff1d(np.arange(n_clients), benign)
-    return ServerAggregate(qhat, benign, malicious, rejected, n_mal + len(rejected), scores)
+    return ServerAggregate(qhat, benign, malicious, rejected, n_mal + len(rejected), scores, capped)

@@ -11,12 +11,14 @@ https://arxiv.org/abs/2406.01960), Algorithm 1, as one Flower round (Flower's Me
   sends a score (:func:`histogram_reply`);
 - ``aggregate_train`` parses the replies and calls the pure function
   :func:`~icml24.conformal.rob_fcp.aggregation.aggregate_histograms`: a malformed reply (missing records,
-  wrong length, NaN, negative mass, counts that disagree with ``num-examples``) is rejected as malicious
-  and logged, never raised; detection and the robust quantile run on the rest. The threshold goes back as
+  wrong length, NaN, negative mass, a non-finite total, counts that disagree with ``num-examples``, a second
+  reply from the same node) is rejected as malicious and logged, never raised; detection and the robust
+  quantile run on the rest, each kept node's weight capped at ``max_weight_ratio`` x the median (beyond the
+  paper). The threshold goes back as
   ``ArrayRecord({"qhat": [qhat]})``;
 - ``configure_evaluate`` (when ``fraction_evaluate > 0``) sends ``qhat`` to the nodes, which report the
   coverage and mean set size of their local test data (:func:`evaluation_reply`); ``aggregate_evaluate``
-  averages them weighted by ``num-examples``.
+  checks every metric's range, counts each node once and averages with capped ``num-examples`` weights.
 
 Importing this module imports ``flwr`` (the ``federated`` extra); the package ``__init__`` imports it
 lazily.
@@ -49,10 +51,11 @@ from flwr.supercore import log
 from icml24.conformal._validation import check_alpha
 from icml24.conformal.calibration import prediction_sets
 from icml24.conformal.metrics import marginal_coverage, mean_set_size
-from icml24.conformal.rob_fcp.aggregation import ServerAggregate, aggregate_histograms
+from icml24.conformal.rob_fcp.aggregation import ServerAggregate, aggregate_histograms, validate_histogram
 from icml24.conformal.rob_fcp.characterization import check_bounds, score_histogram
 from icml24.conformal.rob_fcp.detection import NeighborMode
 from icml24.conformal.rob_fcp.quantile import RankRule, histogram_quantile
+from icml24.conformal.rob_fcp.weights import DEFAULT_MAX_WEIGHT_RATIO, check_max_weight_ratio, weight_cap
 
 __all__ = [
     "HISTOGRAM_KEY",
@@ -126,7 +129,8 @@ class RobFCPStrategy(Strategy):
     returns ``qhat``. After :meth:`aggregate_train` the strategy holds ``qhat_``, ``undefended_qhat_`` (plain
     FCP over every well-formed report, for monitoring), ``aggregate_``
     (a :class:`~icml24.conformal.rob_fcp.aggregation.ServerAggregate` whose indices refer to ``node_ids_``),
-    ``flagged_nodes_`` and ``rejected_nodes_`` (``{node_id: reason}``).
+    ``flagged_nodes_``, ``rejected_nodes_`` (``{node_id: reason}``), ``capped_nodes_`` (``{node_id: (claimed,
+    used)}``) and ``duplicate_nodes_`` (nodes that replied more than once; only the first reply counts).
 
     Args:
         alpha: target miscoverage.
@@ -139,6 +143,9 @@ class RobFCPStrategy(Strategy):
         bounds: the score range.
         min_available_nodes: wait for this many connected nodes before the round.
         fraction_evaluate: fraction of nodes asked to evaluate ``qhat`` on their local data (0: none).
+        max_weight_ratio: a kept node weighs at most this many times the median kept node, in the quantile
+            and in the evaluation average (None: as claimed). Beyond the paper, see
+            :mod:`~icml24.conformal.rob_fcp.weights`.
     """
 
     def __init__(
@@ -153,8 +160,10 @@ class RobFCPStrategy(Strategy):
         bounds: tuple[float, float] = (0.0, 1.0),
         min_available_nodes: int = 2,
         fraction_evaluate: float = 0.0,
+        max_weight_ratio: float | None = DEFAULT_MAX_WEIGHT_RATIO,
     ) -> None:
         self.alpha = check_alpha(alpha)
+        self.max_weight_ratio = check_max_weight_ratio(max_weight_ratio)
         if int(n_bins) < 1 or int(refine) < 1:
             raise ValueError(f"n_bins and refine must be positive integers, got {n_bins} and {refine}")
         if n_malicious is not None and int(n_malicious) < 0:
@@ -175,6 +184,8 @@ class RobFCPStrategy(Strategy):
         self.node_ids_: list[int] = []
         self.flagged_nodes_: list[int] = []
         self.rejected_nodes_: dict[int, str] = {}
+        self.capped_nodes_: dict[int, tuple[float, float]] = {}
+        self.duplicate_nodes_: list[int] = []
 
     def summary(self) -> None:
         """Log the strategy's configuration."""
@@ -202,31 +213,64 @@ class RobFCPStrategy(Strategy):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Robust aggregation of the histograms; malformed replies are rejected, never raised."""
+        """Robust aggregation of the histograms. Every per-client failure (an error reply, a second reply
+        from the same node, an unparsable or malformed payload, a non-finite total) is caught here and the
+        node rejected: one bad reply never ends the round."""
         node_ids: list[int] = []
         counts: list[object] = []
         num_examples: list[object] = []
+        early_rejects: dict[int, str] = {}
+        seen: set[int] = set()
+        duplicates: list[int] = []
+        expected = self.n_bins * self.refine
         for msg in replies:
-            if msg.has_error():  # a node that failed to answer is absent, not malicious
-                log(WARNING, "Rob-FCP: node %d returned an error: %s", msg.metadata.src_node_id, msg.error.reason)
+            try:
+                node = int(msg.metadata.src_node_id)
+                if msg.has_error():  # a node that failed to answer is absent, not malicious
+                    log(WARNING, "Rob-FCP: node %d returned an error: %s", node, msg.error.reason)
+                    continue
+                if node in seen:  # the same node twice is one client, not two: only its first reply counts
+                    duplicates.append(node)
+                    log(WARNING, "Rob-FCP: node %d replied more than once; only its first reply counts", node)
+                    continue
+                seen.add(node)
+                c, n = parse_histogram_reply(msg)
+                reason = validate_histogram(c, expected, n)
+            except Exception as exc:  # noqa: BLE001 - a broken reply must not end the round
+                reason = f"unreadable reply: {type(exc).__name__}: {exc}"
+                node = int(getattr(getattr(msg, "metadata", None), "src_node_id", -1))
+                c = n = None
+            if reason is not None:
+                early_rejects[node] = reason
                 continue
-            c, n = parse_histogram_reply(msg)
-            node_ids.append(int(msg.metadata.src_node_id))
+            node_ids.append(node)
             counts.append(c)
             num_examples.append(n)
+        self.rejected_nodes_ = dict(early_rejects)
+        self.duplicate_nodes_ = sorted(set(duplicates))
+        for node, reason in early_rejects.items():
+            log(WARNING, "Rob-FCP: rejected node %d as malicious: %s", node, reason)
         if not node_ids:
+            self.aggregate_, self.node_ids_, self.qhat_ = None, [], math.nan
+            self.flagged_nodes_ = sorted(early_rejects)
             return None, None
-        agg = aggregate_histograms(
-            counts,
-            num_examples,
-            alpha=self.alpha,
-            n_bins=self.n_bins,
-            refine=self.refine,
-            n_malicious=self.n_malicious,
-            neighbor_mode=self.neighbor_mode,
-            rank_rule=self.rank_rule,
-            bounds=self.bounds,
-        )
+        n_mal = None if self.n_malicious is None else max(int(self.n_malicious) - len(early_rejects), 0)
+        try:
+            agg = aggregate_histograms(
+                counts,
+                num_examples,
+                alpha=self.alpha,
+                n_bins=self.n_bins,
+                refine=self.refine,
+                n_malicious=n_mal,
+                neighbor_mode=self.neighbor_mode,
+                rank_rule=self.rank_rule,
+                bounds=self.bounds,
+                max_weight_ratio=self.max_weight_ratio,
+            )
+        except Exception as exc:  # noqa: BLE001 - the round ends without a threshold, the server survives
+            log(WARNING, "Rob-FCP: aggregation failed: %s: %s", type(exc).__name__, exc)
+            return None, None
         self.aggregate_, self.node_ids_, self.qhat_ = agg, node_ids, agg.qhat
         # Plain FCP over every well-formed report, kept for monitoring: how far the defence moved qhat.
         well_formed = [np.asarray(counts[i], dtype=np.float64) for i in range(len(counts)) if i not in agg.rejected]
@@ -235,18 +279,20 @@ class RobFCPStrategy(Strategy):
             if well_formed
             else math.nan
         )
-        self.flagged_nodes_ = [node_ids[i] for i in agg.malicious]
-        self.rejected_nodes_ = {node_ids[i]: reason for i, reason in agg.rejected.items()}
-        for node, reason in self.rejected_nodes_.items():
-            log(WARNING, "Rob-FCP: rejected node %d as malicious: %s", node, reason)
+        self.flagged_nodes_ = sorted({node_ids[i] for i in agg.malicious} | set(early_rejects))
+        self.rejected_nodes_.update({node_ids[i]: reason for i, reason in agg.rejected.items()})
+        self.capped_nodes_ = {node_ids[i]: used for i, used in agg.capped.items()}
+        for node, (claimed, used) in self.capped_nodes_.items():
+            log(WARNING, "Rob-FCP: node %d claims %g samples; its weight is capped at %g", node, claimed, used)
         metrics = MetricRecord(
             {
                 "qhat": float(agg.qhat),
                 "qhat-undefended": float(self.undefended_qhat_),
-                "num-clients": len(node_ids),
-                "num-rejected": len(agg.rejected),
-                "num-malicious": int(agg.n_malicious),
+                "num-clients": len(node_ids) + len(early_rejects),
+                "num-rejected": len(self.rejected_nodes_),
+                "num-malicious": int(agg.n_malicious) + len(early_rejects),
                 "num-benign": int(agg.benign.size),
+                "num-capped": len(agg.capped),
             }
         )
         return ArrayRecord({"qhat": Array(np.array([agg.qhat], dtype=np.float64))}), metrics
@@ -262,22 +308,54 @@ class RobFCPStrategy(Strategy):
         return self._messages(record, grid, self.fraction_evaluate, MessageType.EVALUATE)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        """Sample-weighted mean of the nodes' coverage and set size (malformed replies skipped)."""
-        rows = []
+        """Weighted mean of the nodes' coverage and set size.
+
+        Each node counts once (a second reply is dropped); a reply is used only if ``num-examples`` is a
+        positive finite number, ``coverage`` lies in [0, 1] and ``set-size`` is finite and >= 0 (others are
+        logged and skipped); weights are the claimed sizes capped at ``max_weight_ratio`` x their median, so
+        one node claiming 10^12 examples cannot set the reported coverage.
+        """
+        rows: dict[int, tuple[float, float, float]] = {}
+        self.rejected_evaluations_: dict[int, str] = {}
         for msg in replies:
-            if msg.has_error():
-                continue
             try:
+                node = int(msg.metadata.src_node_id)
+                if msg.has_error() or node in rows or node in self.rejected_evaluations_:
+                    continue
                 m = msg.content.metric_records[METRICS_KEY]
                 row = (float(m["num-examples"]), float(m["coverage"]), float(m["set-size"]))
-            except Exception:  # noqa: BLE001 - a broken evaluation reply is skipped, not raised
+            except Exception as exc:  # noqa: BLE001 - a broken evaluation reply is skipped, not raised
+                log(WARNING, "Rob-FCP: unreadable evaluation reply skipped: %s", exc)
                 continue
-            if all(math.isfinite(v) for v in row) and row[0] > 0:
-                rows.append(row)
+            reason = _evaluation_problem(*row)
+            if reason is not None:
+                self.rejected_evaluations_[node] = reason
+                log(WARNING, "Rob-FCP: evaluation of node %d skipped: %s", node, reason)
+                continue
+            rows[node] = row
         if not rows:
             return None
-        w, cov, size = np.asarray(rows).T
-        return MetricRecord({"coverage": float(np.average(cov, weights=w)), "set-size": float(np.average(size, weights=w))})
+        w, cov, size = np.asarray(list(rows.values())).T
+        w = np.minimum(w, weight_cap(w, self.max_weight_ratio))
+        return MetricRecord(
+            {
+                "coverage": float(np.average(cov, weights=w)),
+                "set-size": float(np.average(size, weights=w)),
+                "num-evaluations": len(rows),
+                "num-rejected-evaluations": len(self.rejected_evaluations_),
+            }
+        )
+
+
+def _evaluation_problem(n: float, coverage: float, set_size: float) -> str | None:
+    """Why an evaluation reply is unusable, or None."""
+    if not (math.isfinite(n) and n > 0):
+        return f"num-examples must be a positive number, got {n!r}"
+    if not (math.isfinite(coverage) and 0.0 <= coverage <= 1.0):
+        return f"coverage must lie in [0, 1], got {coverage!r}"
+    if not (math.isfinite(set_size) and set_size >= 0.0):
+        return f"set-size must be a finite number >= 0, got {set_size!r}"
+    return None
 
 
 def make_client_app(

@@ -16,6 +16,7 @@ Baselines: plain FCP (:func:`fcp_quantile`, no defence) and the oracle that know
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -33,6 +34,7 @@ from icml24.conformal.rob_fcp.detection import (
     estimate_num_malicious,
 )
 from icml24.conformal.rob_fcp.quantile import RankRule, federated_quantile, histogram_quantile
+from icml24.conformal.rob_fcp.weights import DEFAULT_MAX_WEIGHT_RATIO, cap_scores, check_max_weight_ratio, weight_cap
 
 __all__ = [
     "RobFCPResult",
@@ -65,6 +67,8 @@ class RobFCPResult:
     maliciousness: np.ndarray
     vectors: np.ndarray
     estimate: NumMaliciousEstimate | None = None
+    capped: dict[int, tuple[int, int]] | None = None
+    """``{client: (claimed size, size used)}`` for kept clients whose weight was capped (beyond the paper)."""
 
 
 def select_clients(
@@ -112,6 +116,7 @@ def rob_fcp_quantile(
     estimator_neighbor_mode: NeighborMode = "farthest",
     variance: Literal["mle", "unit"] = "unit",
     var_floor: float = 1e-4,
+    max_weight_ratio: float | None = DEFAULT_MAX_WEIGHT_RATIO,
 ) -> RobFCPResult:
     """Rob-FCP's robust federated quantile (Algorithm 1; Section 5 when ``n_malicious`` is None).
 
@@ -129,9 +134,13 @@ def rob_fcp_quantile(
         bounds: the score range.
         estimator_neighbor_mode, variance, var_floor: passed to
             :func:`~icml24.conformal.rob_fcp.detection.estimate_num_malicious`.
+        max_weight_ratio: a kept client weighs at most this many times the median kept client (its scores
+            thinned to evenly spaced order statistics); ``None``: weights as claimed (the paper). Beyond the
+            paper, see :mod:`~icml24.conformal.rob_fcp.weights`.
     """
     alpha = check_alpha(alpha)
     bounds = check_bounds(bounds)
+    max_weight_ratio = check_max_weight_ratio(max_weight_ratio)
     vectors = client_histograms(client_scores, n_bins, bounds=bounds)
     benign, scores, n_mal, estimate = select_clients(
         vectors,
@@ -142,14 +151,17 @@ def rob_fcp_quantile(
         variance=variance,
         var_floor=var_floor,
     )
-    kept = [np.asarray(client_scores[i], dtype=np.float64) for i in benign]
+    kept = [np.asarray(client_scores[i], dtype=np.float64).ravel() for i in benign]
+    cap = weight_cap([k.size for k in kept], max_weight_ratio)
+    capped = {int(i): (k.size, int(math.floor(cap))) for i, k in zip(benign, kept) if k.size > cap}
+    kept = [cap_scores(k, cap) for k in kept]
     if quantile_bins is None:
         qhat = federated_quantile(kept, alpha, rank_rule=rank_rule)
     else:
         counts = client_histograms(kept, quantile_bins, bounds=bounds, normalize=False)
         qhat = histogram_quantile(counts, alpha, rank_rule=rank_rule, bounds=bounds)
     malicious = np.setdiff1d(np.arange(len(client_scores)), benign)
-    return RobFCPResult(qhat, benign, malicious, n_mal, scores, vectors, estimate)
+    return RobFCPResult(qhat, benign, malicious, n_mal, scores, vectors, estimate, capped)
 
 
 def fcp_quantile(
@@ -188,6 +200,7 @@ class RobustFederatedConformal(BaseEstimator):
         rank_rule: ``"fcp"`` or ``"split"``.
         quantile_bins: None for exact pooled scores, an integer for a histogram quantile.
         bounds: the score range.
+        max_weight_ratio: cap on a kept client's weight relative to the median kept client (None: off).
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -208,8 +221,10 @@ class RobustFederatedConformal(BaseEstimator):
         rank_rule: RankRule = "fcp",
         quantile_bins: int | None = None,
         bounds: tuple[float, float] = (0.0, 1.0),
+        max_weight_ratio: float | None = DEFAULT_MAX_WEIGHT_RATIO,
     ) -> None:
         self.alpha = alpha
+        self.max_weight_ratio = max_weight_ratio
         self.n_bins = n_bins
         self.n_malicious = n_malicious
         self.neighbor_mode = neighbor_mode
@@ -233,8 +248,10 @@ class RobustFederatedConformal(BaseEstimator):
             rank_rule=self.rank_rule,
             quantile_bins=self.quantile_bins,
             bounds=self.bounds,
+            max_weight_ratio=self.max_weight_ratio,
         )
         self.qhat_ = res.qhat
+        self.capped_clients_ = res.capped
         self.benign_clients_ = res.benign
         self.malicious_clients_ = res.malicious
         self.n_malicious_ = res.n_malicious
