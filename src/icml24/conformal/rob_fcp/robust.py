@@ -34,7 +34,12 @@ from icml24.conformal.rob_fcp.detection import (
     estimate_num_malicious,
 )
 from icml24.conformal.rob_fcp.quantile import RankRule, federated_quantile, histogram_quantile
-from icml24.conformal.rob_fcp.weights import DEFAULT_MAX_WEIGHT_RATIO, cap_scores, check_max_weight_ratio, weight_cap
+from icml24.conformal.rob_fcp.weights import (
+    DEFAULT_MAX_WEIGHT_RATIO,
+    cap_scores,
+    check_max_weight_ratio,
+    weight_cap,
+)
 
 __all__ = [
     "RobFCPResult",
