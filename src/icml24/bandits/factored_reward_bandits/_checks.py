@@ -74,3 +74,27 @@ def observations_array(observations: object, n_trials: int, n_factors: int, name
     if arr.shape != (n_trials, n_factors):
         raise ValueError(f"{name} must have shape (n_trials, n_factors) = {(n_trials, n_factors)}, got {arr.shape}")
     return arr
+
+
+def integer_array(values: object, name: str) -> np.ndarray:
+    """``values`` as an int64 array: integer dtype, or finite integer-valued floats; anything else raises."""
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} must hold finite integers, got NaN or infinite values")
+        if not np.array_equal(arr, np.round(arr)):
+            raise ValueError(f"{name} must hold integers, got non-integer values")
+    return arr.astype(np.int64)
+
+
+def seed_like(seed: object, name: str = "seed") -> object:
+    """``None``, an int or a numpy Generator (what ``np.random.default_rng`` accepts here)."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{name} must be None, an int or a numpy Generator, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"{name} must be >= 0, got {seed}")
+    return int(seed)

@@ -28,7 +28,14 @@ from typing import Literal
 
 import numpy as np
 
-from ._checks import actions_array, means_array, non_negative_float, positive_int, unit_interval
+from ._checks import (
+    actions_array,
+    integer_array,
+    means_array,
+    non_negative_float,
+    positive_int,
+    unit_interval,
+)
 
 Noise = Literal["gaussian", "bernoulli"]
 
@@ -47,12 +54,12 @@ def joint_actions(n_arms: int, n_factors: int) -> np.ndarray:
 
 def joint_index(actions: np.ndarray, n_arms: int) -> np.ndarray:
     """The flat index in ``[0, K^d)`` of each action vector (last axis), inverse of :func:`joint_actions`."""
-    actions = np.asarray(actions)
     n_arms = positive_int(n_arms, "n_arms")
+    actions = integer_array(actions, "actions")  # a NaN cast to int64 became -9.2e18: refuse it instead
     if actions.ndim < 1:
         raise ValueError(f"actions must have at least one axis (the factors), got shape {actions.shape}")
     if actions.size and (actions.min() < 0 or actions.max() >= n_arms):
-        raise ValueError(f"actions must lie in [0, {n_arms})")
+        raise ValueError(f"actions must lie in [0, {n_arms}), got values in [{actions.min()}, {actions.max()}]")
     weights = n_arms ** np.arange(actions.shape[-1] - 1, -1, -1, dtype=np.int64)
     return (actions.astype(np.int64) * weights).sum(axis=-1)
 

@@ -40,6 +40,7 @@ def required_samples(means: np.ndarray, sigma: float, log_term: float) -> np.nda
     """
     means = means_array(means)
     sigma = non_negative_float(sigma, "sigma")
+    log_term = non_negative_float(log_term, "log_term")
     best = means.argmax(axis=1)
     gaps = means.max(axis=1, keepdims=True) - means
     suboptimal = np.ones_like(means, dtype=bool)
@@ -84,6 +85,8 @@ def aligned_schedule(
         raise ValueError(f"best must have shape ({d},) with entries in [0, {k}), got {best!r}")
     if np.any(~np.isfinite(required)) or np.any(required < 0):
         raise ValueError("required must be finite and >= 0")
+    if length is not None:
+        length = non_negative_float(length, "length")
     req = required.copy()
     req[np.arange(d), best] = 0
     integer = np.issubdtype(req.dtype, np.integer) and (length is None or float(length).is_integer())
@@ -132,9 +135,13 @@ def schedule_cost(means: np.ndarray, actions: np.ndarray, counts: np.ndarray) ->
     actions = np.asarray(actions, dtype=np.intp)
     if actions.ndim != 2 or actions.shape[1] != means.shape[0]:
         raise ValueError(f"actions must have shape (G, {means.shape[0]}), got {actions.shape}")
+    if actions.size and (actions.min() < 0 or actions.max() >= means.shape[1]):
+        raise ValueError(f"actions must lie in [0, {means.shape[1]}), got values in [{actions.min()}, {actions.max()}]")
     counts = np.asarray(counts, dtype=float)
     if counts.shape != (actions.shape[0],):
         raise ValueError(f"counts must have shape ({actions.shape[0]},), got {counts.shape}")
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        raise ValueError("counts must be finite and >= 0")
     reward = means[np.arange(means.shape[0]), actions].prod(axis=1)
     return float(np.dot(counts, means.max(axis=1).prod() - reward))
 
@@ -166,6 +173,7 @@ def exploration_lp(means: np.ndarray, sigma: float, horizon: int, max_vectors: i
 
     means = means_array(means)
     horizon = positive_int(horizon, "horizon")
+    max_vectors = positive_int(max_vectors, "max_vectors")
     d, k = means.shape
     if k**d > max_vectors:
         raise ValueError(f"K^d = {k**d} action vectors exceed max_vectors={max_vectors}")

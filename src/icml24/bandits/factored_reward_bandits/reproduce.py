@@ -662,6 +662,14 @@ REPRODUCTION = Reproduction(
         "F-Track aligns each factor's suboptimal arms in increasing order of required samples, which solves the "
         "exploration LP exactly (checked against linprog); the official code uses decreasing order, which is the "
         "same schedule for K=2 (all our F-Track runs) but up to ~10% costlier than the LP for K>=3.",
+        "The official F-Track (FRB/agents.py, _create_schedule) counts the first column of its schedule twice "
+        "(the loop appends it with count 1 at i = 0 and then increments it for the same column), so the official "
+        "agent plays its first exploration vector one extra round; ours plays each column exactly its count.",
+        "The official flattened UCB1 baseline (notebooks) is built with d*K arms but indexes the K^d joint actions, "
+        "which only agree when d = K = 2; ours has K^d arms.",
+        "The verdict has no '>= 2x' bar (the paper states none): F-UCB must be below UCB1 in a paired test per "
+        "(d, K), the gap must grow in d and K (trend tests), F-Track must be flatter in d (trend of the log ratio). "
+        "The MoM-UCB comparison is reported but does not decide (that baseline's regret is near-linear).",
         "Ties between arms are broken towards the lowest index in every agent (the official MoM-UCB breaks them at "
         "random), so runs are deterministic given the seed.",
     ),

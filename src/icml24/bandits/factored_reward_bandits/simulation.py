@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import positive_int
+from ._checks import positive_int, seed_like, unit_interval
 from .agents import FactoredAgent
 from .environments import FactoredEnv
 
@@ -66,6 +66,9 @@ def simulate(
             f"agent has (n_arms, n_factors) = {(agent.n_arms, agent.n_factors)} but env has "
             f"{(env.n_arms, env.n_factors)}"
         )
+    seed = seed_like(seed)
+    if not isinstance(record_actions, (bool, np.bool_)):
+        raise TypeError(f"record_actions must be a bool, got {record_actions!r}")
     env.reset(n_trials, seed)
     agent.reset(n_trials)
     best = env.optimal_reward()
@@ -91,6 +94,11 @@ def loglog_slope(cumulative: np.ndarray, start_fraction: float = 0.1) -> float:
     curve = np.asarray(cumulative, dtype=float)
     if curve.ndim != 1 or curve.size < 3:
         raise ValueError(f"cumulative must be a 1-D curve with >= 3 points, got shape {curve.shape}")
+    if not np.isfinite(curve).all() or (curve < 0).any():
+        raise ValueError("cumulative must be a finite, non-negative cumulative regret curve")
+    start_fraction = unit_interval(start_fraction, "start_fraction")
+    if start_fraction == 1.0:
+        raise ValueError("start_fraction must be < 1 (the fit needs more than the last point)")
     t = np.arange(1, curve.size + 1)
     keep = (t >= start_fraction * curve.size) & (curve > 0)
     if keep.sum() < 2:
