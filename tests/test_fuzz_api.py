@@ -40,8 +40,6 @@ TESTS = Path(__file__).parent
 KNOWN_MISSING = {
     "rob-fcp",
     "conformal-decision-sets",
-    "advised-rflvm",
-    "kep-svgp",
     "platonic-representation",
 }
 

@@ -228,7 +228,7 @@ def test_kernel_bad_input():
         rbf_kernel(x, x, lengthscale=-1.0)
     with pytest.raises(ValueError, match="same input dimension"):
         rbf_kernel(x, _x(3, 3), lengthscale=1.0)
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="2 dimensions"):
         rbf_kernel(x[0], x, lengthscale=1.0)
     w, mu = torch.ones(1, dtype=D64), torch.zeros(1, 2, dtype=D64)
     with pytest.raises(ValueError, match="non-negative"):

@@ -42,7 +42,7 @@ def test_likelihoods_and_kl_reject_non_finite_inputs():
         G.gaussian_loglik_lowrank(y_bad, phi, 0.1)
     with pytest.raises(ValueError, match="phi must be finite"):
         G.gaussian_loglik_lowrank(y, phi * float("inf"), 0.1)
-    with pytest.raises(ValueError, match="noise variance must be finite"):
+    with pytest.raises(ValueError, match="noise must be finite"):
         G.gaussian_loglik_lowrank(y, phi, float("nan"))
     with pytest.raises(ValueError, match="y must be finite"):
         G.gaussian_loglik_dense(y_bad, torch.eye(5, dtype=D64))

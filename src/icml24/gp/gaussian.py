@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from icml24.gp.linalg import DEFAULT_JITTER, check_finite, psd_cholesky
+from icml24.gp.linalg import DEFAULT_JITTER, check_scalar, check_tensor, psd_cholesky
 
 __all__ = [
     "gaussian_loglik_dense",
@@ -30,9 +30,10 @@ _LOG2PI = math.log(2.0 * math.pi)
 
 def gaussian_loglik_dense(y: torch.Tensor, cov: torch.Tensor, *, jitter: float = DEFAULT_JITTER) -> torch.Tensor:
     """``Σ_d log N(y[:, d] | 0, cov)`` for ``y`` of shape ``(N, D)`` and ``cov`` of shape ``(N, N)``."""
-    if y.dim() != 2 or cov.shape != (y.shape[0], y.shape[0]):
+    check_tensor("y", y, ndim=2)
+    check_tensor("cov", cov, ndim=2)
+    if cov.shape != (y.shape[0], y.shape[0]):
         raise ValueError(f"y must be (N, D) and cov (N, N); got {tuple(y.shape)} and {tuple(cov.shape)}")
-    check_finite("y", y)
     n, d = y.shape
     chol = psd_cholesky(cov, jitter=jitter, name="cov")
     alpha = torch.linalg.solve_triangular(chol, y, upper=False)
@@ -40,15 +41,17 @@ def gaussian_loglik_dense(y: torch.Tensor, cov: torch.Tensor, *, jitter: float =
     return -0.5 * (n * d * _LOG2PI + d * logdet + (alpha * alpha).sum())
 
 
-def _check_lowrank(y: torch.Tensor, phi: torch.Tensor, noise: torch.Tensor, mask: torch.Tensor | None) -> None:
-    if y.dim() != 2 or phi.dim() != 2 or phi.shape[0] != y.shape[0]:
+def _check_lowrank(y: torch.Tensor, phi: torch.Tensor, noise: object, mask: torch.Tensor | None) -> None:
+    check_tensor("y", y, ndim=2)
+    check_tensor("phi", phi, ndim=2)
+    if phi.shape[0] != y.shape[0]:
         raise ValueError(f"y must be (N, D) and phi (N, M) with the same N; got {tuple(y.shape)}, {tuple(phi.shape)}")
-    if mask is not None and mask.shape != y.shape:
-        raise ValueError(f"mask must have the shape of y {tuple(y.shape)}, got {tuple(mask.shape)}")
-    if not bool(torch.isfinite(noise).all()) or bool((noise <= 0).any()):
-        raise ValueError(f"noise variance must be finite and > 0, got {noise}")
-    check_finite("y", y)
-    check_finite("phi", phi)
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a boolean or 0/1 torch.Tensor (or None), got {type(mask).__name__}")
+        if mask.shape != y.shape:
+            raise ValueError(f"mask must have the shape of y {tuple(y.shape)}, got {tuple(mask.shape)}")
+    check_scalar("noise", noise, low=0.0)
 
 
 def gaussian_loglik_lowrank(
@@ -69,8 +72,9 @@ def gaussian_loglik_lowrank(
             rows, which is the exact marginal likelihood of the observed entries.
         jitter: added to the diagonal of ``A`` (``A`` is already ``>= σ² I``, so 0 is safe by default).
     """
+    _check_lowrank(y, phi, noise, mask)
+    check_scalar("jitter", jitter, low=0.0, strict=False, allow_tensor=False)
     noise_t = torch.as_tensor(noise, dtype=phi.dtype)
-    _check_lowrank(y, phi, noise_t, mask)
     m = phi.shape[1]
     eye = torch.eye(m, dtype=phi.dtype, device=phi.device)
     if mask is None:
@@ -102,8 +106,8 @@ def lowrank_posterior_weights(
     The posterior mean of the function at new features ``Φ*`` is then ``Φ* β``, i.e. ``K*(K + σ²I)⁻¹ Y``.
     Returns ``(M, D)``.
     """
+    _check_lowrank(y, phi, noise, mask)
     noise_t = torch.as_tensor(noise, dtype=phi.dtype)
-    _check_lowrank(y, phi, noise_t, mask)
     eye = torch.eye(phi.shape[1], dtype=phi.dtype, device=phi.device)
     if mask is None:
         chol = psd_cholesky(phi.T @ phi + noise_t * eye, jitter=0.0, name="A")
@@ -117,12 +121,12 @@ def lowrank_posterior_weights(
 
 def kl_diag_normal_std(mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
     """``Σ KL(N(mean, std²) || N(0, 1))`` over all entries: ``½ Σ (μ² + s² - 1 - log s²)``."""
+    check_tensor("mean", mean)
+    check_tensor("std", std)
     if mean.shape != std.shape:
         raise ValueError(f"mean and std must have the same shape, got {tuple(mean.shape)} and {tuple(std.shape)}")
     if bool((std <= 0).any()):
         raise ValueError("std must be > 0")
-    check_finite("mean", mean)
-    check_finite("std", std)
     return 0.5 * (mean * mean + std * std - 1.0 - 2.0 * torch.log(std)).sum()
 
 
@@ -132,14 +136,18 @@ def kl_normal_chol_diag_prior(mean: torch.Tensor, chol: torch.Tensor, prior_var:
     ``½ [tr(P⁻¹ L Lᵀ) + mᵀ P⁻¹ m - s + log|P| - log|L Lᵀ|]`` with ``L`` lower-triangular with a positive
     diagonal. Shapes: ``mean (..., s)``, ``chol (..., s, s)``, ``prior_var (..., s)`` (broadcast).
     """
-    if chol.shape[-1] != chol.shape[-2] or mean.shape[-1] != chol.shape[-1]:
+    check_tensor("mean", mean)
+    check_tensor("chol", chol)
+    check_tensor("prior_var", prior_var)
+    if chol.dim() < 2 or chol.shape[-1] != chol.shape[-2]:
+        raise ValueError(f"chol must be (..., s, s), got shape {tuple(chol.shape)}")
+    if mean.shape[-1] != chol.shape[-1]:
         raise ValueError(f"mean (..., s) and chol (..., s, s) disagree: {tuple(mean.shape)}, {tuple(chol.shape)}")
     if bool((prior_var <= 0).any()):
         raise ValueError("prior_var must be > 0")
     diag = torch.diagonal(chol, dim1=-2, dim2=-1)
     if bool((diag <= 0).any()):
         raise ValueError("chol must have a positive diagonal")
-    check_finite("chol", chol)
     s = chol.shape[-1]
     inv_p = 1.0 / prior_var
     trace = (chol * chol * inv_p.unsqueeze(-1)).sum((-2, -1))

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from icml24.gp.linalg import DEFAULT_DTYPE, check_finite
+from icml24.gp.linalg import DEFAULT_DTYPE, check_int, check_scalar, check_tensor
 
 __all__ = [
     "RBFKernel",
@@ -41,12 +41,10 @@ def _sqdist(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
 
 
 def _check_pair(x1: torch.Tensor, x2: torch.Tensor) -> None:
-    if x1.dim() != 2 or x2.dim() != 2:
-        raise ValueError(f"x1 and x2 must be 2-D (n, q), got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    check_tensor("x1", x1, ndim=2)
+    check_tensor("x2", x2, ndim=2)
     if x1.shape[1] != x2.shape[1]:
         raise ValueError(f"x1 and x2 must have the same input dimension, got {x1.shape[1]} and {x2.shape[1]}")
-    check_finite("x1", x1)
-    check_finite("x2", x2)
 
 
 def rbf_kernel(
@@ -54,29 +52,34 @@ def rbf_kernel(
 ) -> torch.Tensor:
     """RBF (squared exponential) Gram matrix ``s² exp(-||x - x'||² / (2 l²))``, shape ``(n1, n2)``."""
     _check_pair(x1, x2)
+    check_scalar("lengthscale", lengthscale, low=0.0)
+    check_scalar("variance", variance, low=0.0, strict=False)
     ls = torch.as_tensor(lengthscale, dtype=x1.dtype)
     var = torch.as_tensor(variance, dtype=x1.dtype)
-    if bool((ls <= 0).any()) or bool((var < 0).any()):
-        raise ValueError(f"lengthscale must be > 0 and variance >= 0, got {lengthscale} and {variance}")
     return var * torch.exp(-0.5 * _sqdist(x1 / ls, x2 / ls))
 
 
 def rbf_to_sm_variance(lengthscale: float | torch.Tensor) -> float | torch.Tensor:
     """The SM component variance ``v = 1 / (4π² l²)`` that turns a zero-mean SM component into an RBF."""
+    check_scalar("lengthscale", lengthscale, low=0.0)
     return 1.0 / (4.0 * math.pi**2 * lengthscale**2)
 
 
 def _check_sm(weights: torch.Tensor, means: torch.Tensor, variances: torch.Tensor, q: int) -> None:
+    for name, t in (("weights", weights), ("means", means), ("variances", variances)):
+        check_tensor(name, t)
     if weights.dim() != 1:
         raise ValueError(f"weights must be 1-D (m,), got shape {tuple(weights.shape)}")
     m = weights.shape[0]
     if means.shape != (m, q) or variances.shape != (m, q):
         raise ValueError(
-            f"means and variances must have shape (m, q) = ({m}, {q}), got {tuple(means.shape)} and "
+            f"means and variances must have shape (m, q) = ({m}, {q}) with m = len(weights), got {tuple(means.shape)} and "
             f"{tuple(variances.shape)}"
         )
-    if bool((weights < 0).any()) or bool((variances < 0).any()):
-        raise ValueError("SM weights and variances must be non-negative")
+    if bool((weights < 0).any()):
+        raise ValueError("SM weights must be non-negative")
+    if bool((variances < 0).any()):
+        raise ValueError("SM variances must be non-negative")
 
 
 def sm_kernel(
@@ -116,10 +119,9 @@ def sm_random_features(
     Returns:
         ``(n, 2 m L)`` features ``Φ`` with ``E_eps[Φ Φᵀ] = K_SM(x, x)``.
     """
-    if x.dim() != 2:
-        raise ValueError(f"x must be 2-D (n, q), got shape {tuple(x.shape)}")
+    check_tensor("x", x, ndim=2)
     _check_sm(weights, means, variances, x.shape[1])
-    check_finite("x", x)
+    check_tensor("eps", eps)
     m = weights.shape[0]
     if eps.dim() != 3 or eps.shape[0] != m or eps.shape[2] != x.shape[1]:
         raise ValueError(f"eps must have shape (m, L, q) = ({m}, L, {x.shape[1]}), got {tuple(eps.shape)}")
@@ -129,6 +131,11 @@ def sm_random_features(
     amp = (weights / n_freq).sqrt().view(1, m, 1)
     feats = torch.cat([amp * torch.cos(proj), amp * torch.sin(proj)], dim=-1)  # (n, m, 2L)
     return feats.reshape(x.shape[0], -1)
+
+
+def _check_dtype(dtype: object) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
 
 
 def _inv_softplus(value: torch.Tensor) -> torch.Tensor:
@@ -144,8 +151,9 @@ class RBFKernel(nn.Module):
 
     def __init__(self, *, lengthscale: float = 1.0, variance: float = 1.0, dtype: torch.dtype = DEFAULT_DTYPE):
         super().__init__()
-        if lengthscale <= 0 or variance <= 0:
-            raise ValueError(f"lengthscale and variance must be > 0, got {lengthscale} and {variance}")
+        check_scalar("lengthscale", lengthscale, low=0.0, allow_tensor=False)
+        check_scalar("variance", variance, low=0.0, allow_tensor=False)
+        _check_dtype(dtype)
         self.raw_lengthscale = nn.Parameter(_inv_softplus(torch.tensor(float(lengthscale), dtype=dtype)))
         self.raw_variance = nn.Parameter(_inv_softplus(torch.tensor(float(variance), dtype=dtype)))
 
@@ -169,6 +177,7 @@ class RBFKernel(nn.Module):
         return self.variance.reshape(1), torch.zeros(1, q, dtype=dtype), v * torch.ones(1, q, dtype=dtype)
 
     def features(self, x: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, ndim=2)
         w, mu, v = self.spectral(x.shape[1])
         return sm_random_features(x, weights=w, means=mu, variances=v, eps=eps)
 
@@ -190,9 +199,8 @@ class SpectralMixtureKernel(nn.Module):
         dtype: torch.dtype = DEFAULT_DTYPE,
     ):
         super().__init__()
-        if n_components < 1 or input_dim < 1:
-            raise ValueError(f"n_components and input_dim must be >= 1, got {n_components} and {input_dim}")
-        m, q = n_components, input_dim
+        m, q = check_int("n_components", n_components), check_int("input_dim", input_dim)
+        _check_dtype(dtype)
         w = torch.full((m,), 1.0 / m, dtype=dtype) if weights is None else torch.as_tensor(weights, dtype=dtype)
         mu = torch.zeros(m, q, dtype=dtype) if means is None else torch.as_tensor(means, dtype=dtype)
         v = (
@@ -201,8 +209,10 @@ class SpectralMixtureKernel(nn.Module):
             else torch.as_tensor(variances, dtype=dtype)
         )
         _check_sm(w, mu, v, q)
-        if bool((w <= 0).any()) or bool((v <= 0).any()):
-            raise ValueError("initial SM weights and variances must be > 0")
+        if bool((w <= 0).any()):
+            raise ValueError("initial SM weights must be > 0")
+        if bool((v <= 0).any()):
+            raise ValueError("initial SM variances must be > 0")
         self.n_components = m
         self.raw_weights = nn.Parameter(_inv_softplus(w))
         self.means = nn.Parameter(mu.clone())

@@ -64,3 +64,21 @@ def test_smoke_reproduction_runs_and_is_deterministic():
     REPRODUCTION.analyze([], "smoke")
     for scale in ("quick", "full"):
         assert REPRODUCTION.jobs(scale)
+
+
+def test_temperature_scaling_recovers_the_temperature_and_lowers_nll():
+    from icml24.gp.kep_svgp.metrics import apply_temperature, fit_temperature, nll
+
+    rng = np.random.default_rng(0)
+    logits = 3.0 * rng.standard_normal((4000, 5))
+    labels = np.array([rng.choice(5, p=np.exp(z) / np.exp(z).sum()) for z in logits])  # calibrated at T = 1
+    over = np.exp(2.5 * logits) / np.exp(2.5 * logits).sum(1, keepdims=True)  # over-confident: logits x 2.5
+    t = fit_temperature(over, labels)
+    assert t == pytest.approx(2.5, rel=0.1)
+    assert nll(apply_temperature(over, t), labels) < nll(over, labels)
+    np.testing.assert_allclose(apply_temperature(over, 1.0), over, atol=1e-12)
+    np.testing.assert_allclose(apply_temperature(over, 2.5).sum(1), 1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        apply_temperature(over, 0.0)
+    with pytest.raises(ValueError, match="labels"):
+        fit_temperature(over, labels + 5)

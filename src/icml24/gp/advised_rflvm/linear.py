@@ -16,14 +16,22 @@ import numpy as np
 import torch
 
 from icml24.gp.gaussian import gaussian_loglik_dense
+from icml24.gp.linalg import check_int, check_scalar, check_tensor
+
+
+def _as_data(y: object) -> np.ndarray:
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"y must be a numeric array, got {type(y).__name__}") from exc
+    if arr.ndim != 2:
+        raise ValueError(f"y must be 2-D (N, D), got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("y must be finite")
+    return arr
 
 
 def _eig_gram(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    y = np.asarray(y, dtype=float)
-    if y.ndim != 2:
-        raise ValueError(f"Y must be 2-D (N, D), got shape {y.shape}")
-    if not np.isfinite(y).all():
-        raise ValueError("Y must be finite")
     s = y @ y.T / y.shape[1]
     lam, u = np.linalg.eigh(s)
     order = np.argsort(lam)[::-1]
@@ -43,11 +51,12 @@ def linear_gplvm_closed_form(
     Returns:
         ``(X, sigma2, eigenvalues)``: the ``(N, Q)`` latent, the σ² used, and all eigenvalues of ``Y Yᵀ / D``.
     """
-    y = np.asarray(y, dtype=float)
+    y = _as_data(y)
+    check_int("n_components", n_components)
     if not 1 <= n_components < y.shape[0]:
         raise ValueError(f"n_components must be in [1, N-1] = [1, {y.shape[0] - 1}], got {n_components}")
-    if noise_variance is not None and noise_variance <= 0:
-        raise ValueError(f"noise_variance must be > 0, got {noise_variance}")
+    if noise_variance is not None:
+        check_scalar("noise_variance", noise_variance, low=0.0, allow_tensor=False)
     lam, u = _eig_gram(y)
     sigma2 = float(lam[n_components:].mean()) if noise_variance is None else float(noise_variance)
     scale = np.sqrt(np.clip(lam[:n_components] - sigma2, 0.0, None))
@@ -56,6 +65,11 @@ def linear_gplvm_closed_form(
 
 def linear_gplvm_loglik(x: torch.Tensor, y: torch.Tensor, noise_variance: float | torch.Tensor) -> torch.Tensor:
     """``Σ_d log N(y_d | 0, X Xᵀ + σ² I)``, the objective that :func:`linear_gplvm_closed_form` maximises."""
+    check_tensor("x", x, ndim=2)
+    check_tensor("y", y, ndim=2)
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y must have the same number of rows, got {x.shape[0]} and {y.shape[0]}")
+    check_scalar("noise_variance", noise_variance, low=0.0)
     n = y.shape[0]
     eye = torch.eye(n, dtype=y.dtype)
     return gaussian_loglik_dense(y, x @ x.T + noise_variance * eye, jitter=0.0)

@@ -34,7 +34,7 @@ from icml24.gp.gaussian import (
     lowrank_posterior_weights,
 )
 from icml24.gp.kernels import RBFKernel, SpectralMixtureKernel, rbf_to_sm_variance
-from icml24.gp.linalg import DEFAULT_DTYPE, psd_cholesky
+from icml24.gp.linalg import DEFAULT_DTYPE, check_bool, check_scalar, check_tensor, psd_cholesky
 
 __all__ = ["AdvisedRFLVM", "rflvm_elbo", "rflvm_official_loss"]
 
@@ -68,9 +68,9 @@ def rflvm_elbo(
     returns ``Σ_d log N(y_d | 0, Φ(x) Φ(x)ᵀ + σ² I) - kl_weight · KL(q(X) || N(0, I))``, the likelihood by
     Woodbury (or the dense N×N Cholesky when ``dense``, for N <= M).
     """
-    _check_elbo_args(y, latent_mean, latent_std, eps_x)
-    if not (isinstance(kl_weight, (int, float)) and math.isfinite(kl_weight) and kl_weight >= 0):
-        raise ValueError(f"kl_weight must be a finite number >= 0, got {kl_weight!r}")
+    _check_elbo_args(y, latent_mean, latent_std, eps_x, kernel, noise, eps_omega)
+    check_scalar("kl_weight", kl_weight, low=0.0, strict=False, allow_tensor=False)
+    check_bool("dense", dense)
     x = latent_mean + latent_std * eps_x
     phi = kernel.features(x, eps_omega)
     if dense:
@@ -106,7 +106,7 @@ def rflvm_official_loss(
     of the diagonal). The KL term is ``KL(q(X)||p(X)) / (N·Q) / (N·50)``. Same reparameterised draws as
     :func:`rflvm_elbo`; returns the loss to minimise (a scalar).
     """
-    _check_elbo_args(y, latent_mean, latent_std, eps_x)
+    _check_elbo_args(y, latent_mean, latent_std, eps_x, kernel, noise, eps_omega)
     n, d = y.shape
     q = latent_mean.shape[1]
     x = latent_mean + latent_std * eps_x
@@ -130,12 +130,28 @@ def rflvm_official_loss(
     return nll + kl
 
 
-def _check_elbo_args(y: torch.Tensor, latent_mean: torch.Tensor, latent_std: torch.Tensor, eps_x: torch.Tensor) -> None:
+def _check_elbo_args(
+    y: torch.Tensor,
+    latent_mean: torch.Tensor,
+    latent_std: torch.Tensor,
+    eps_x: torch.Tensor,
+    kernel: object,
+    noise: object,
+    eps_omega: torch.Tensor,
+) -> None:
     for name, t in (("y", y), ("latent_mean", latent_mean), ("latent_std", latent_std), ("eps_x", eps_x)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+        check_tensor(name, t, ndim=2)
+    if not isinstance(kernel, torch.nn.Module) or not hasattr(kernel, "features"):
+        raise TypeError(f"kernel must be a kernel module with features() (RBFKernel, SpectralMixtureKernel), got "
+                        f"{type(kernel).__name__}")  # fmt: skip
+    check_scalar("noise", noise, low=0.0)
+    check_tensor("eps_omega", eps_omega, ndim=3)
+    q = latent_mean.shape[1] if latent_mean.dim() == 2 else -1
+    if eps_omega.shape[0] != kernel.n_components or eps_omega.shape[2] != q:
+        raise ValueError(f"eps_omega must have shape (m, L, Q) = ({kernel.n_components}, L, {q}), got "
+                         f"{tuple(eps_omega.shape)}")  # fmt: skip
+    if bool((latent_std <= 0).any()):
+        raise ValueError("latent_std must be > 0")
     if latent_mean.shape[0] != y.shape[0]:
         raise ValueError(f"latent_mean must have one row per row of y ({y.shape[0]}), got {latent_mean.shape[0]}")
     if latent_std.shape != latent_mean.shape or eps_x.shape != latent_mean.shape:
@@ -294,7 +310,10 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         if data_var <= 0:
             raise ValueError("X is constant: there is nothing to embed")
 
-        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        try:
+            seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"random_state must be None, an int in [0, 2**32) or a RandomState: {exc}") from exc
         gen = torch.Generator().manual_seed(seed)
         q = int(self.n_components)
         kern = self._init_kernel(q, data_var, gen)

@@ -31,6 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from icml24.gp.gaussian import kl_normal_chol_diag_prior
+from icml24.gp.linalg import check_bool, check_int, check_scalar, check_tensor
 
 __all__ = ["KEPSVGPAttention"]
 
@@ -70,8 +71,12 @@ class KEPSVGPAttention(nn.Module):
         super().__init__()
         for name, v in (("dim", dim), ("num_heads", num_heads), ("seq_len", seq_len), ("rank", rank),
                         ("rank_multi", rank_multi)):  # fmt: skip
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(name, v)
+        for name, v in (("concat", concat), ("qk_bias", qk_bias), ("sample", sample)):
+            check_bool(name, v)
+        check_scalar("proj_drop", proj_drop, low=0.0, strict=False, allow_tensor=False)
+        if proj_drop >= 1:
+            raise ValueError(f"proj_drop must be a probability in [0, 1), got {proj_drop!r}")
         if dim % num_heads:
             raise ValueError(f"dim ({dim}) must be divisible by num_heads ({num_heads})")
         self.dim, self.num_heads, self.head_dim = dim, num_heads, dim // num_heads
@@ -109,6 +114,8 @@ class KEPSVGPAttention(nn.Module):
         return torch.tril(self.chol_offdiag, diagonal=-1) + torch.diag_embed(torch.exp(self.log_chol_diag))
 
     def _check(self, x: torch.Tensor) -> None:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         if x.dim() != 3 or x.shape[1] != self.seq_len or x.shape[2] != self.dim:
             raise ValueError(f"x must have shape (B, {self.seq_len}, {self.dim}), got {tuple(x.shape)}")
         if not bool(torch.isfinite(x).all()):
@@ -159,6 +166,7 @@ class KEPSVGPAttention(nn.Module):
         """Attention output ``(B, N, C)``. ``noise`` (``(B, H, N*, s, s)`` standard normal) fixes the draw."""
         _, mean, z_l = self.posterior(x)
         if noise is not None:
+            check_tensor("noise", noise)
             if noise.shape != z_l.shape:
                 raise ValueError(f"noise must have shape {tuple(z_l.shape)}, got {tuple(noise.shape)}")
             f = mean + (z_l * noise).sum(-1)

@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from icml24.gp.kep_svgp.attention import KEPSVGPAttention
+from icml24.gp.linalg import check_bool, check_int, check_scalar
 
 __all__ = ["KEPSVGPConfig", "TrainConfig", "kep_layers", "kep_svgp_loss", "predict_proba", "train_classifier"]
 
@@ -38,6 +39,13 @@ class KEPSVGPConfig:
     n_samples: int = 10
     """Stochastic forward passes averaged at prediction (the official test uses 1; averaging is our choice)."""
 
+    def __post_init__(self) -> None:
+        for name in ("rank", "rank_multi", "n_samples"):
+            check_int(name, getattr(self, name))
+        check_bool("concat", self.concat)
+        for name in ("eta_ksvd", "eta_kl"):
+            check_scalar(name, getattr(self, name), low=0.0, strict=False, allow_tensor=False)
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -56,9 +64,19 @@ class TrainConfig:
     min_lr: float = 1e-5
     """Final learning rate of the cosine schedule."""
 
+    def __post_init__(self) -> None:
+        check_int("epochs", self.epochs)
+        check_int("batch_size", self.batch_size)
+        check_int("warmup_epochs", self.warmup_epochs, minimum=0)
+        check_scalar("lr", self.lr, low=0.0, allow_tensor=False)
+        check_scalar("weight_decay", self.weight_decay, low=0.0, strict=False, allow_tensor=False)
+        check_scalar("min_lr", self.min_lr, low=0.0, strict=False, allow_tensor=False)
+
 
 def kep_layers(model: nn.Module) -> list[KEPSVGPAttention]:
     """All KEP-SVGP attention layers inside ``model``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return [m for m in model.modules() if isinstance(m, KEPSVGPAttention)]
 
 
@@ -66,6 +84,14 @@ def kep_svgp_loss(
     logits: torch.Tensor, targets: torch.Tensor, layers: Iterable[KEPSVGPAttention], *, eta_ksvd: float, eta_kl: float
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """``CE + η_ksvd Σ J + η_kl Σ KL`` (official ``compute_loss``); also returns the parts as floats."""
+    _check_logits_targets(logits, targets)
+    check_scalar("eta_ksvd", eta_ksvd, low=0.0, strict=False, allow_tensor=False)
+    check_scalar("eta_kl", eta_kl, low=0.0, strict=False, allow_tensor=False)
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Iterable):
+        raise TypeError(f"layers must be an iterable of KEPSVGPAttention, got {type(layers).__name__}")
+    layers = list(layers)
+    if not all(isinstance(layer, KEPSVGPAttention) for layer in layers):
+        raise TypeError("layers must hold only KEPSVGPAttention modules (see kep_layers(model))")
     ce = F.cross_entropy(logits, targets)
     ksvd = logits.new_zeros(())
     kl = logits.new_zeros(())
@@ -74,6 +100,46 @@ def kep_svgp_loss(
         kl = kl + layer.kl_divergence()
     total = ce + eta_ksvd * ksvd + eta_kl * kl
     return total, {"ce": float(ce.detach()), "ksvd": float(ksvd.detach()), "kl": float(kl.detach())}
+
+
+def _check_logits_targets(logits: torch.Tensor, targets: torch.Tensor) -> None:
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating-point torch.Tensor, got {type(logits).__name__}")
+    if logits.dim() != 2:
+        raise ValueError(f"logits must be 2-D (batch, classes), got shape {tuple(logits.shape)}")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("logits must be finite (they hold NaN or inf)")
+    if isinstance(targets, torch.Tensor) and targets.dim() == 1 and targets.shape[0] != logits.shape[0]:
+        raise ValueError(f"logits and targets must have one row per example, got {logits.shape[0]} and {targets.shape[0]}")
+    _check_labels("targets", targets, logits.shape[0], logits.shape[1])
+
+
+def _check_labels(name: str, labels: torch.Tensor, n: int, n_classes: int | None) -> None:
+    if not isinstance(labels, torch.Tensor) or labels.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+        raise TypeError(f"{name} must be an integer torch.Tensor of class indices, got "
+                        f"{type(labels).__name__}{'' if not isinstance(labels, torch.Tensor) else ' ' + str(labels.dtype)}")  # fmt: skip
+    if labels.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {tuple(labels.shape)}")
+    if n and (int(labels.min()) < 0 or (n_classes is not None and int(labels.max()) >= n_classes)):
+        raise ValueError(f"{name} must be class indices in [0, {n_classes - 1 if n_classes else 'K-1'}]")
+
+
+def _check_inputs(model: object, x: object) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor, got {type(x).__name__}")
+    if x.dim() < 2:
+        raise ValueError(f"x must have a batch dimension, got shape {tuple(x.shape)}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x must be finite (it holds NaN or inf)")
+
+
+def _forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    try:
+        return model(x)
+    except ValueError as exc:  # e.g. a shape the model does not take: say which argument
+        raise ValueError(f"x does not fit the model: {exc}") from exc
 
 
 def _lr_at(epoch: int, cfg: TrainConfig) -> float:
@@ -97,8 +163,16 @@ def train_classifier(
 
     Returns the mean training loss of each epoch.
     """
-    if x.shape[0] != y.shape[0]:
+    _check_inputs(model, x)
+    if isinstance(y, torch.Tensor) and y.dim() >= 1 and y.shape[0] != x.shape[0]:
         raise ValueError(f"x and y must have the same number of rows, got {x.shape[0]} and {y.shape[0]}")
+    _check_labels("y", y, int(x.shape[0]), None)
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if kep is not None and not isinstance(kep, KEPSVGPConfig):
+        raise TypeError(f"kep must be a KEPSVGPConfig or None, got {type(kep).__name__}")
     layers = kep_layers(model)
     kep = kep or KEPSVGPConfig()
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -112,7 +186,9 @@ def train_classifier(
         total = 0.0
         for start in range(0, n, config.batch_size):
             idx = perm[start : start + config.batch_size]
-            logits = model(x[idx])
+            logits = _forward(model, x[idx])
+            if epoch == 0 and start == 0 and int(y.max()) >= logits.shape[-1]:
+                raise ValueError(f"y must be class indices in [0, {logits.shape[-1] - 1}], got {int(y.max())}")
             if layers:
                 loss, _ = kep_svgp_loss(logits, y[idx], layers, eta_ksvd=kep.eta_ksvd, eta_kl=kep.eta_kl)
             else:
@@ -133,6 +209,10 @@ def predict_proba(
 
     In eval mode KEP-SVGP layers still sample (their ``sample`` flag), dropout is off unless ``mc_dropout``.
     """
+    _check_inputs(model, x)
+    check_int("n_samples", n_samples)
+    check_bool("mc_dropout", mc_dropout)
+    check_int("batch_size", batch_size)
     model.eval()
     if mc_dropout:
         for m in model.modules():
@@ -141,7 +221,7 @@ def predict_proba(
     out = []
     for start in range(0, x.shape[0], batch_size):
         xb = x[start : start + batch_size]
-        probs = torch.stack([F.softmax(model(xb), -1) for _ in range(n_samples)]).mean(0)
+        probs = torch.stack([F.softmax(_forward(model, xb), -1) for _ in range(n_samples)]).mean(0)
         out.append(probs)
     model.eval()
     return torch.cat(out).double().numpy()
