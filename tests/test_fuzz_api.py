@@ -40,7 +40,6 @@ TESTS = Path(__file__).parent
 KNOWN_MISSING = {
     "rob-fcp",
     "conformal-decision-sets",
-    "platonic-representation",
 }
 
 

@@ -63,12 +63,36 @@ def _as_tensor(x: Any, name: str) -> torch.Tensor:
     return t.cpu()
 
 
-def _pair(a: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    ta, tb = _as_tensor(a, "A"), _as_tensor(b, "B")
+def _pair(a: Any, b: Any, names: tuple[str, str] = ("A", "B")) -> tuple[torch.Tensor, torch.Tensor]:
+    ta, tb = _as_tensor(a, names[0]), _as_tensor(b, names[1])
     if ta.shape[0] != tb.shape[0]:
-        raise ValueError(f"A and B must describe the same samples: got {ta.shape[0]} and {tb.shape[0]} rows")
+        raise ValueError(f"{names[0]} and {names[1]} must describe the same samples: got {ta.shape[0]} and {tb.shape[0]} rows")
     dt = torch.float64 if torch.float64 in (ta.dtype, tb.dtype) else torch.float32
     return ta.to(dt), tb.to(dt)
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_q(name: str, q: Any) -> None:
+    if isinstance(q, bool) or not isinstance(q, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number in (0, 1], got {q!r}")
+    if not 0.0 < float(q) <= 1.0:  # NaN fails this too
+        raise ValueError(f"{name} must be in (0, 1], got {q!r}")
+
+
+def _check_kernel(kernel: Any, sigma: Any) -> None:
+    if not isinstance(kernel, str) or kernel not in ("linear", "rbf"):
+        raise ValueError(f"kernel must be 'linear' or 'rbf', got {kernel!r}")
+    if isinstance(sigma, str):
+        if sigma != "median":
+            raise ValueError(f"sigma must be a positive number or 'median', got {sigma!r}")
+    elif isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.floating, np.integer)) or not (
+        np.isfinite(sigma) and sigma > 0
+    ):
+        raise ValueError(f"sigma must be a positive finite number or 'median', got {sigma!r}")
 
 
 def _check_k(k: int, n: int) -> None:
@@ -82,8 +106,7 @@ def clip_outliers(feats: Any, q: float = 0.95) -> torch.Tensor:
     """Clamp every entry to ``±q_val``, ``q_val`` = mean over samples of the ``q``-quantile of ``|row|``
     (the official ``remove_outliers``); ``q = 1`` returns the features unchanged."""
     t = _as_tensor(feats, "feats")
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"q must be in (0, 1], got {q}")
+    _check_q("q", q)
     if q == 1.0:
         return t
     # numpy's quantile has no size limit (torch.quantile refuses inputs over 2**24 entries)
@@ -97,6 +120,7 @@ def knn_indices(feats: Any, k: int, *, normalize: bool = True, chunk_size: int =
     x = _as_tensor(feats, "feats")
     n = x.shape[0]
     _check_k(k, n)
+    _check_bool("normalize", normalize)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     if normalize:
@@ -112,8 +136,14 @@ def knn_indices(feats: Any, k: int, *, normalize: bool = True, chunk_size: int =
 
 def knn_overlap(knn_a: torch.Tensor, knn_b: torch.Tensor) -> torch.Tensor:
     """``|N_A(i) ∩ N_B(i)|`` for every row, from two ``(n, k)`` index matrices of distinct entries per row."""
+    for name, t in (("knn_a", knn_a), ("knn_b", knn_b)):
+        if not isinstance(t, torch.Tensor) or t.dtype not in (torch.int64, torch.int32) or t.ndim != 2:
+            raise TypeError(f"{name} must be an (n, k) integer torch tensor (from knn_indices), got {type(t).__name__}"
+                            + (f" of dtype {t.dtype}" if isinstance(t, torch.Tensor) else ""))  # fmt: skip
+        if t.numel() and t.min() < 0:
+            raise ValueError(f"{name} must hold non-negative row indices")
     if knn_a.shape != knn_b.shape:
-        raise ValueError(f"neighbour lists must have the same shape, got {tuple(knn_a.shape)} and {tuple(knn_b.shape)}")
+        raise ValueError(f"knn_a and knn_b: neighbour lists must have the same shape, got {tuple(knn_a.shape)} and {tuple(knn_b.shape)}")
     both = torch.sort(torch.cat([knn_a, knn_b], 1), dim=1).values
     return (both[:, 1:] == both[:, :-1]).sum(1)
 
@@ -136,7 +166,9 @@ def mutual_knn(
     """
     a, b = _pair(A, B)
     _check_k(k, a.shape[0])
+    _check_bool("normalize", normalize)
     if outlier_q is not None:
+        _check_q("outlier_q", outlier_q)
         a, b = clip_outliers(a, outlier_q), clip_outliers(b, outlier_q)
     ka = knn_indices(a, k, normalize=normalize, chunk_size=chunk_size)
     kb = knn_indices(b, k, normalize=normalize, chunk_size=chunk_size)
@@ -172,7 +204,13 @@ def _kernel(x: torch.Tensor, kernel: str, sigma: float | str) -> torch.Tensor:
 def hsic(K: Any, L: Any, *, unbiased: bool = False) -> float:
     """HSIC of two ``(n, n)`` kernel matrices: biased ``tr(KHLH) / (n-1)^2`` or, with ``unbiased``, the
     estimator of Song et al. (2012, Eq. 5) on zero-diagonal kernels (needs ``n >= 4``)."""
-    k, l_ = _pair(K, L)
+    k, l_ = _pair(K, L, ("K", "L"))
+    _check_bool("unbiased", unbiased)
+    n = k.shape[0]
+    if k.shape != (n, n):
+        raise ValueError(f"K must be a square (n, n) kernel matrix, got {tuple(k.shape)}")
+    if l_.shape != (n, n):
+        raise ValueError(f"L must be a square (n, n) kernel matrix like K, got {tuple(l_.shape)}")
     return float(_hsic(k, l_, unbiased))
 
 
@@ -214,6 +252,8 @@ def cka(
     with a linear or RBF kernel (``sigma`` a bandwidth or ``"median"``) and the biased or unbiased HSIC.
     NaN if either representation is constant."""
     a, b = _pair(A, B)
+    _check_kernel(kernel, sigma)
+    _check_bool("unbiased", unbiased)
     return _cka_from_kernels(_kernel(a, kernel, sigma), _kernel(b, kernel, sigma), unbiased)
 
 
@@ -256,6 +296,13 @@ def best_over_layers(
     plus ``L_A * L_B`` cheap overlaps. Note the max over pairs favours deeper models (selection bias);
     ``scores`` gives every fixed-layer score too.
     """
+    for name, layers in (("layers_a", layers_a), ("layers_b", layers_b)):
+        if not isinstance(layers, (list, tuple)):
+            raise TypeError(f"{name} must be a list of (n, d) feature matrices, got {type(layers).__name__}")
+    if outlier_q is not None:
+        _check_q("outlier_q", outlier_q)
+    if metric in ("cka", "unbiased_cka") or kernel != "linear" or sigma != 1.0:
+        _check_kernel(kernel, sigma)
     if len(layers_a) == 0 or len(layers_b) == 0:
         raise ValueError("layers_a and layers_b must each hold at least one (n, d) feature matrix")
     la = [_as_tensor(x, f"layers_a[{i}]") for i, x in enumerate(layers_a)]

@@ -96,8 +96,21 @@ def make_world(
         caption_drop: probability that each of colour/size/quadrant/count is left out of the caption.
         seed: int or ``numpy.random.Generator``.
     """
-    if n < 1 or image_size < 12 or image_size % 2:
-        raise ValueError(f"need n >= 1 and an even image_size >= 12, got {n}, {image_size}")
+    for name, v in (("n", n), ("image_size", image_size)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {v!r}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if image_size < 12 or image_size % 2:
+        raise ValueError(f"image_size must be an even int >= 12, got {image_size}")
+    for name, v, hi in (("noise", noise, None), ("caption_drop", caption_drop, 1.0)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):
+            raise TypeError(f"{name} must be a number, got {v!r}")
+        if not (np.isfinite(v) and v >= 0 and (hi is None or v <= hi)):
+            raise ValueError(f"{name} must be finite and in [0, {hi if hi is not None else 'inf'}), got {v!r}")
+    if not isinstance(seed, np.random.Generator):
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int or a numpy Generator, got {seed!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     z = np.stack([rng.integers(0, c, size=n) for c in ATTRIBUTES.values()], 1)
     s, half = image_size, image_size // 2
