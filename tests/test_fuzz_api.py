@@ -39,7 +39,6 @@ TESTS = Path(__file__).parent
 
 KNOWN_MISSING = {
     "rob-fcp",
-    "conformal-decision-sets",
 }
 
 

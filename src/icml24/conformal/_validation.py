@@ -41,6 +41,8 @@ def check_probs(probs: object, *, name: str = "probs", atol: float = PROBS_ATOL)
     differs from 1 by more than ``atol``. float32 and float64 inputs keep their dtype (no copy); other
     numeric inputs are converted to float64.
     """
+    if isinstance(atol, (bool, np.bool_)) or not isinstance(atol, numbers.Real) or not math.isfinite(atol) or atol < 0:
+        raise ValueError(f"atol must be a finite number >= 0, got {atol!r}")
     arr = as_probs_array(probs, name=name)
     step = block_rows(arr.shape[1])
     for start in range(0, arr.shape[0], step):
@@ -95,6 +97,8 @@ def check_labels(
 
     Integer-valued floats are accepted (e.g. labels read from a CSV); anything else raises.
     """
+    if isinstance(n_classes, (bool, np.bool_)) or not isinstance(n_classes, numbers.Integral) or n_classes < 1:
+        raise ValueError(f"n_classes must be an integer >= 1, got {n_classes!r}")
     arr = np.asarray(labels)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D (n_samples,), got shape {arr.shape}")

@@ -32,7 +32,9 @@ def conformal_rank(n: int, alpha: float) -> int:
     90.00000000000001``) does not push an exact integer up by one rank.
     """
     alpha = check_alpha(alpha)
-    return math.ceil(round((n + 1) * (1.0 - alpha), 9))
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be an integer >= 1 (the calibration size), got {n!r}")
+    return math.ceil(round((int(n) + 1) * (1.0 - alpha), 9))
 
 
 def conformal_quantile(scores: Sequence[float] | np.ndarray, alpha: float) -> float:
@@ -86,6 +88,8 @@ def prediction_sets(score_matrix: np.ndarray, qhat: float, *, allow_empty: bool 
         bad = int(np.flatnonzero(np.isnan(S).any(axis=1))[0])
         raise ValueError(f"score_matrix contains NaN (first in row {bad}); a NaN score has no place in a set")
     q = _check_qhat(qhat)
+    if not isinstance(allow_empty, (bool, np.bool_)):
+        raise TypeError(f"allow_empty must be a bool, got {allow_empty!r}")
     sets = S <= q
     if not allow_empty and sets.shape[0] and sets.shape[1]:
         empty = ~sets.any(axis=1)

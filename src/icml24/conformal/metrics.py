@@ -95,7 +95,10 @@ def size_stratified_coverage(
     if bins is None:
         edges = np.unique(sizes)
     else:
-        edges = np.asarray(bins, dtype=np.int64)
+        try:
+            edges = np.asarray(bins, dtype=np.int64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bins must be a non-empty increasing sequence of integers, got {bins!r}") from exc
         if edges.ndim != 1 or edges.size == 0 or np.any(np.diff(edges) <= 0):
             raise ValueError(f"bins must be a non-empty increasing sequence of integers, got {bins!r}")
     which = np.searchsorted(edges, sizes, side="right") - 1

@@ -122,9 +122,12 @@ def raps_scores(
     """
     p = as_probs_array(probs)
     lam, k_reg = check_raps_params(lam, k_reg)
+    if not isinstance(randomized, (bool, np.bool_)):
+        raise TypeError(f"randomized must be a bool, got {randomized!r}")
+    gen = check_rng(rng)
     n, n_classes = p.shape
     y = None if labels is None else check_labels(labels, n_classes, n_samples=n)
-    u = check_rng(rng).random(n) if randomized else None
+    u = gen.random(n) if randomized else None
     if y is not None:
         return _label_scores(p, y, lam, k_reg, u)
     return _score_matrix(check_probs(p), lam, k_reg, u)
@@ -196,6 +199,6 @@ SCORES = ("lac", "aps", "raps")
 def score_function(name: str):
     """The score function registered under ``name`` (one of :data:`SCORES`)."""
     table = {"lac": lac_scores, "aps": aps_scores, "raps": raps_scores}
-    if name not in table:
-        raise ValueError(f"score must be one of {SCORES}, got {name!r}")
+    if not isinstance(name, str) or name not in table:
+        raise ValueError(f"name must be one of {SCORES}, got {name!r}")
     return table[name]

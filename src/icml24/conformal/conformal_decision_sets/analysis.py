@@ -40,24 +40,27 @@ ResponseTable = Mapping[str, Sequence]
 
 def _columns(table: ResponseTable) -> dict[str, np.ndarray]:
     required = ("task", "arm", "correct")
+    if not isinstance(table, (Mapping, Sequence)) or isinstance(table, str):
+        if not hasattr(table, "__getitem__") or not hasattr(table, "columns"):
+            raise TypeError(f"table must be a mapping of columns (or a DataFrame), got {type(table).__name__}")
     if isinstance(table, Sequence) and table and isinstance(table[0], Mapping):  # list of records
         keys = table[0].keys()
         table = {k: [row[k] for row in table] for k in keys}
     missing = [c for c in required if c not in table]
     if missing:
-        raise ValueError(f"response table is missing columns {missing}; it needs task, arm, correct")
+        raise ValueError(f"table is missing columns {missing}; it needs task, arm, correct")
     cols = {c: np.asarray(table[c]) for c in ("task", "arm", "correct", "participant", "n_items", "set_size")
             if c in table}
     n = len(cols["task"])
     for c, v in cols.items():
         if v.ndim != 1 or len(v) != n:
-            raise ValueError(f"column {c!r} must be 1-D with {n} entries, got shape {v.shape}")
+            raise ValueError(f"table column {c!r} must be 1-D with {n} entries, got shape {v.shape}")
     correct = cols["correct"].astype(np.float64)
     n_items = cols["n_items"].astype(np.float64) if "n_items" in cols else np.ones(n)
     if np.isnan(correct).any() or (correct < 0).any() or (correct > n_items).any():
-        raise ValueError("column 'correct' must lie in [0, n_items] (0/1 per item when n_items is absent)")
+        raise ValueError("table column 'correct' must lie in [0, n_items] (0/1 per item when n_items is absent)")
     if (n_items <= 0).any():
-        raise ValueError("column 'n_items' must be positive")
+        raise ValueError("table column 'n_items' must be positive")
     cols["correct"], cols["n_items"] = correct, n_items
     cols["task"] = cols["task"].astype(str)
     cols["arm"] = cols["arm"].astype(str)
@@ -104,6 +107,8 @@ def arm_summaries(table: ResponseTable, *, confidence: float = 0.95) -> list[Arm
     """Mean accuracy per (task, arm) with a Student-t confidence interval ``mean +- t_{n-1} sd / sqrt(n)``."""
     from scipy import stats
 
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
+        raise TypeError(f"confidence must be a number in (0, 1), got {type(confidence).__name__}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     cols = _columns(table)
@@ -159,10 +164,12 @@ def compare_arms(
     if alternative not in ("greater", "less", "two-sided"):
         raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
     groups = participant_accuracy(table)
-    for arm in (arm_a, arm_b):
+    if not any(t == task for t, _ in groups):
+        raise ValueError(f"task {task!r} has no responses; tasks present: {sorted({t for t, _ in groups})}")
+    for pname, arm in (("arm_a", arm_a), ("arm_b", arm_b)):
         if (task, arm) not in groups:
             have = sorted(a for t, a in groups if t == task)
-            raise ValueError(f"no responses for task {task!r}, arm {arm!r}; arms present: {have}")
+            raise ValueError(f"{pname} = {arm!r} has no responses in task {task!r}; arms present: {have}")
     a, b = groups[(task, arm_a)], groups[(task, arm_b)]
     if a.size < 2 or b.size < 2:
         raise ValueError(f"each arm needs at least 2 participants, got {a.size} and {b.size}")

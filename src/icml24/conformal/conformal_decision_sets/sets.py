@@ -42,7 +42,14 @@ MATCH_RULES = ("coverage", "alpha")
 
 def temperature_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """``softmax(z / T)`` row-wise (step 1; the paper fixes T per task, e.g. 0.3 for Go-Emotions)."""
-    z = np.asarray(logits, dtype=np.float64)
+    z = np.asarray(logits)
+    if z.dtype == object or not np.issubdtype(z.dtype, np.number):
+        raise TypeError(f"logits must be a numeric array (n_samples, n_classes), got dtype {z.dtype}")
+    z = z.astype(np.float64)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+        raise TypeError(f"temperature must be a number > 0, got {type(temperature).__name__}")
+    if not np.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
     if z.ndim != 2:
         raise ValueError(f"logits must be 2-D (n_samples, n_classes), got shape {z.shape}")
     if not np.isfinite(z).all():
@@ -98,7 +105,13 @@ def smallest_k_for_alpha(probs: np.ndarray, labels: np.ndarray, alpha: float) ->
 def display_order(sets: np.ndarray) -> list[list[int]]:
     """The labels of each set in the order participants saw them: sorted by class id, so the display carries
     no information about the model's ranking inside the set (step 4)."""
-    s = np.asarray(sets, dtype=bool)
+    s = np.asarray(sets)
+    if s.ndim != 2:
+        raise ValueError(f"sets must be a 2-D boolean array (n_samples, n_classes), got shape {s.shape}")
+    if s.dtype != np.bool_:
+        if not np.issubdtype(s.dtype, np.number) or not np.isin(s, (0, 1)).all():
+            raise TypeError(f"sets must be boolean (or 0/1), got dtype {s.dtype}")
+        s = s.astype(bool)
     return [np.flatnonzero(row).tolist() for row in s]
 
 

@@ -58,6 +58,9 @@ class HumanModel:
     """Under ``"ignore_large"``: sets with more labels than this are ignored."""
 
     def __post_init__(self) -> None:
+        for name in ("skill_low", "skill_high", "noise_sd", "anchor_prob"):
+            _check_nonneg(getattr(self, name), name)
+        _check_size(self.max_size, "max_size")
         if self.rule not in DECISION_RULES:
             raise ValueError(f"rule must be one of {DECISION_RULES}, got {self.rule!r}")
         if not 0 <= self.skill_low <= self.skill_high:
@@ -70,9 +73,48 @@ class HumanModel:
             raise ValueError(f"max_size must be >= 1, got {self.max_size}")
 
 
+def _check_generator(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator (the only source of randomness), got {type(rng).__name__}")
+    return rng
+
+
+def _check_unit(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
+    if not (np.isfinite(value) and 0 <= value <= 1):
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _check_nonneg(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number >= 0, got {type(value).__name__}")
+    if not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _check_size(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 def human_knowledge(q: np.ndarray, skill: np.ndarray, noise_sd: float, rng: np.random.Generator) -> np.ndarray:
     """``h ∝ q^skill exp(noise_sd * N(0, 1))`` over the last axis; ``skill`` broadcasts against ``q[..., 0]``."""
-    logits = np.asarray(skill, dtype=np.float64)[..., None] * np.log(np.maximum(q, _FLOOR))
+    q = np.asarray(q, dtype=np.float64)
+    if q.ndim < 2:
+        raise ValueError(f"q must have a class axis last (..., n_classes), got shape {q.shape}")
+    check_probs(q.reshape(-1, q.shape[-1]), name="q")
+    skill = np.asarray(skill, dtype=np.float64)
+    if not np.isfinite(skill).all() or (skill < 0).any():
+        raise ValueError("skill must be finite and >= 0")
+    if skill.shape != q.shape[:-1]:
+        raise ValueError(f"skill must have shape {q.shape[:-1]} (q without its class axis), got {skill.shape}")
+    noise_sd = _check_nonneg(noise_sd, "noise_sd")
+    rng = _check_generator(rng)
+    logits = skill[..., None] * np.log(np.maximum(q, _FLOOR))
     if noise_sd > 0:
         logits = logits + noise_sd * rng.standard_normal(logits.shape)
     logits -= logits.max(axis=-1, keepdims=True)
@@ -92,6 +134,11 @@ def decide(
     """The label each participant answers, for items ``knowledge[..., :]`` and sets ``sets[..., :]``
     (``None`` for the control arm). Ties go to the lowest class id."""
     h = np.asarray(knowledge, dtype=np.float64)
+    if h.ndim < 1 or not np.isfinite(h).all() or (h < 0).any():
+        raise ValueError("knowledge must be finite, non-negative scores over the classes (last axis)")
+    rng = _check_generator(rng)
+    anchor_prob = _check_unit(anchor_prob, "anchor_prob")
+    max_size = _check_size(max_size, "max_size")
     if sets is None:
         return np.argmax(h, axis=-1)
     s = np.asarray(sets, dtype=bool)
@@ -99,8 +146,7 @@ def decide(
         raise ValueError(f"sets has shape {s.shape}, knowledge {h.shape}")
     if rule not in DECISION_RULES:
         raise ValueError(f"rule must be one of {DECISION_RULES}, got {rule!r}")
-    if not 0 <= coverage <= 1:
-        raise ValueError(f"coverage must be in [0, 1], got {coverage}")
+    coverage = _check_unit(coverage, "coverage")
     if rule == "restrict":
         masked = np.where(s, h, -1.0)
         choice = np.argmax(masked, axis=-1)
@@ -149,6 +195,11 @@ def simulate_trial(
         Columns ``task, arm, participant, item, correct, set_size, choice`` (see :mod:`.analysis`).
     """
     q = check_probs(weak_probs, name="weak_probs").astype(np.float64, copy=False)
+    if not isinstance(human, HumanModel):
+        raise TypeError(f"human must be a HumanModel, got {type(human).__name__}")
+    rng = _check_generator(rng)
+    if not isinstance(arms, Mapping) or not arms:
+        raise TypeError(f"arms must be a non-empty mapping {{arm: (sets or None, coverage)}}, got {type(arms).__name__}")
     n_pool = q.shape[0]
     y = check_labels(labels, q.shape[1], n_samples=n_pool)
     for name, value in (("n_items", n_items), ("n_participants", n_participants)):
@@ -162,7 +213,13 @@ def simulate_trial(
                                                           "set_size", "choice")}
     for arm_idx, (arm, (sets, coverage)) in enumerate(arms.items()):
         if sets is not None and np.shape(sets) != q.shape:
-            raise ValueError(f"sets of arm {arm!r} must have shape {q.shape}, got {np.shape(sets)}")
+            raise ValueError(f"arms: the sets of arm {arm!r} must have shape {q.shape}, got {np.shape(sets)}")
+        if sets is not None and not np.isin(np.asarray(sets), (0, 1)).all():
+            raise ValueError(f"arms: the sets of arm {arm!r} must be boolean (or 0/1)")
+        try:
+            _check_unit(coverage, "coverage")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"arms: arm {arm!r}: {exc}") from exc
         # items per participant without replacement: argsort of uniform keys, vectorised over participants
         items = np.argsort(rng.random((n_participants, n_pool)), axis=1)[:, :n_items]
         skill = rng.uniform(human.skill_low, human.skill_high, size=(n_participants, 1))
