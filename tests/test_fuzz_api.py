@@ -38,7 +38,6 @@ from icml24 import catalogue
 TESTS = Path(__file__).parent
 
 KNOWN_MISSING = {
-    "rob-fcp",
 }
 
 

@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from icml24.conformal._validation import check_alpha
+from icml24.conformal.rob_fcp._checks import int_at_least
 from icml24.conformal.rob_fcp.characterization import check_bounds, coarsen_histograms
 from icml24.conformal.rob_fcp.detection import NeighborMode
 from icml24.conformal.rob_fcp.quantile import RankRule, histogram_quantile
@@ -53,6 +54,7 @@ def validate_histogram(counts: object, expected_bins: int, num_examples: object 
         expected_bins: the length the server asked for.
         num_examples: the sample count the client claims (None: not checked).
     """
+    expected_bins = int_at_least(expected_bins, "expected_bins", 1)
     try:
         c = np.asarray(counts, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
@@ -144,6 +146,10 @@ def aggregate_histograms(
     """
     alpha = check_alpha(alpha)
     max_weight_ratio = check_max_weight_ratio(max_weight_ratio)
+    n_bins = int_at_least(n_bins, "n_bins", 1)
+    refine = int_at_least(refine, "refine", 1)
+    if n_malicious is not None:
+        n_malicious = int_at_least(n_malicious, "n_malicious", 0)
     bounds = check_bounds(bounds)
     n_clients = len(counts)
     if num_examples is not None and len(num_examples) != n_clients:

@@ -23,6 +23,8 @@ from typing import Literal
 import numpy as np
 
 from icml24.conformal._validation import check_rng
+from icml24.conformal.rob_fcp._checks import finite_real, index_array, int_at_least
+from icml24.conformal.rob_fcp.characterization import check_bounds
 
 __all__ = [
     "ATTACKS",
@@ -37,14 +39,23 @@ Attack = Literal["none", "coverage", "efficiency", "gaussian_noise", "copy"]
 ATTACKS: tuple[str, ...] = ("none", "coverage", "efficiency", "gaussian_noise", "copy")
 
 
+def _scores(scores: object, name: str = "scores") -> np.ndarray:
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one client's scores), got shape {s.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return s
+
+
 def coverage_attack(scores: np.ndarray, low: float = 0.0) -> np.ndarray:
     """Report ``low`` (the most conforming score) for every sample: shrinks the quantile."""
-    return np.full(np.shape(scores), float(low))
+    return np.full(_scores(scores).shape, finite_real(low, "low"))
 
 
 def efficiency_attack(scores: np.ndarray, high: float = 1.0) -> np.ndarray:
     """Report ``high`` (the least conforming score) for every sample: inflates the sets."""
-    return np.full(np.shape(scores), float(high))
+    return np.full(_scores(scores).shape, finite_real(high, "high"))
 
 
 def gaussian_noise_attack(
@@ -55,16 +66,21 @@ def gaussian_noise_attack(
     bounds: tuple[float, float] = (0.0, 1.0),
 ) -> np.ndarray:
     """Add ``N(0, sigma^2)`` noise to each score and clip to ``bounds``."""
-    if not np.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
-    s = np.asarray(scores, dtype=np.float64)
-    noisy = s + check_rng(rng).normal(0.0, float(sigma), size=s.shape)
-    return np.clip(noisy, bounds[0], bounds[1])
+    sigma = finite_real(sigma, "sigma", low=0.0)
+    lo, hi = check_bounds(bounds)
+    s = _scores(scores)
+    noisy = s + check_rng(rng).normal(0.0, sigma, size=s.shape)
+    return np.clip(noisy, lo, hi)
 
 
 def copy_attack(client_scores: Sequence[np.ndarray], target: int) -> np.ndarray:
     """The scores of client ``target``, replayed verbatim."""
-    return np.array(client_scores[target], dtype=np.float64, copy=True)
+    if len(client_scores) == 0:
+        raise ValueError("client_scores is empty: there is no client to copy")
+    target = int_at_least(target, "target", 0)
+    if target >= len(client_scores):
+        raise ValueError(f"target must be a client index in [0, {len(client_scores)}), got {target}")
+    return np.array(_scores(client_scores[target], "client_scores[target]"), dtype=np.float64, copy=True)
 
 
 def apply_attack(
@@ -92,9 +108,12 @@ def apply_attack(
     if attack not in ATTACKS:
         raise ValueError(f"attack must be one of {ATTACKS}, got {attack!r}")
     k = len(client_scores)
-    mal = np.unique(np.asarray(malicious, dtype=np.int64))
-    if mal.size and (mal.min() < 0 or mal.max() >= k):
-        raise ValueError(f"malicious must be client indices in [0, {k}), got {mal.tolist()}")
+    mal = np.unique(index_array(malicious, "malicious", k))
+    sigma = finite_real(sigma, "sigma", low=0.0)
+    if copy_target is not None:
+        copy_target = int_at_least(copy_target, "copy_target", 0)
+        if copy_target >= k:
+            raise ValueError(f"copy_target must be a client index in [0, {k}), got {copy_target}")
     gen = check_rng(rng)
     out = [np.asarray(s, dtype=np.float64) for s in client_scores]
     if attack == "none" or mal.size == 0:

@@ -89,7 +89,10 @@ def rob_fcp_bound(
         raise ValueError(f"n_benign ({kb}) cannot exceed n_clients ({k})")
     tau = (k - kb) / kb
     if tau >= 1:
-        raise ValueError(f"the bound needs fewer malicious than benign clients (tau = K_m / K_b < 1), got {tau}")
+        raise ValueError(
+            f"n_benign = {kb} of n_clients = {k}: the bound needs fewer malicious than benign clients "
+            f"(tau = K_m / K_b < 1), got tau = {tau}"
+        )
     if not 0.0 <= float(eps) < 1.0:
         raise ValueError(f"eps must be in [0, 1), got {eps!r}")
     n = nb if n_total is None else _positive_int(n_total, "n_total")

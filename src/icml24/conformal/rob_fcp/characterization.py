@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from icml24.conformal.rob_fcp._checks import flag
+
 __all__ = ["bin_index", "check_bounds", "client_histograms", "coarsen_histograms", "score_histogram"]
 
 _EDGE_TOL = 1e-9
@@ -92,7 +94,7 @@ def score_histogram(
     """
     idx = bin_index(np.asarray(scores, dtype=np.float64), n_bins, bounds)
     counts = np.bincount(idx, minlength=int(n_bins)).astype(np.float64)
-    return counts / idx.size if normalize else counts
+    return counts / idx.size if flag(normalize, "normalize") else counts
 
 
 def client_histograms(
@@ -108,6 +110,8 @@ def client_histograms(
         client_scores: K arrays of scores (client ``k`` has ``n_k >= 1`` of them).
         n_bins, bounds, normalize: as in :func:`score_histogram`.
     """
+    if isinstance(client_scores, (str, bytes)) or not hasattr(client_scores, "__len__"):
+        raise TypeError(f"client_scores must be a sequence of per-client score arrays, got {type(client_scores).__name__}")
     if isinstance(client_scores, np.ndarray) and client_scores.ndim == 1:
         raise ValueError("client_scores must be a sequence of per-client score arrays, got one 1-D array")
     n_bins = _check_n_bins(n_bins)
@@ -132,6 +136,10 @@ def coarsen_histograms(histograms: np.ndarray, factor: int) -> np.ndarray:
     """
     factor = _check_n_bins(factor, "factor")
     h = np.asarray(histograms, dtype=np.float64)
+    if h.ndim < 1:
+        raise ValueError(f"histograms must have a bin axis last (..., n_bins * factor), got shape {h.shape}")
+    if not np.isfinite(h).all() or (h < 0).any():
+        raise ValueError("histograms must be finite and non-negative")
     if h.shape[-1] % factor:
-        raise ValueError(f"the last axis ({h.shape[-1]} bins) must be a multiple of factor={factor}")
+        raise ValueError(f"histograms: the last axis ({h.shape[-1]} bins) must be a multiple of factor={factor}")
     return h.reshape(*h.shape[:-1], h.shape[-1] // factor, factor).sum(axis=-1)

@@ -41,6 +41,8 @@ from typing import Literal
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from icml24.conformal.rob_fcp._checks import int_at_least
+
 __all__ = [
     "Detection",
     "NumMaliciousEstimate",
@@ -119,6 +121,8 @@ def select_benign(maliciousness: np.ndarray, n_benign: int) -> np.ndarray:
     m = np.asarray(maliciousness, dtype=np.float64)
     if m.ndim != 1:
         raise ValueError(f"maliciousness must be 1-D (n_clients,), got shape {m.shape}")
+    if np.isnan(m).any():
+        raise ValueError("maliciousness contains NaN (a NaN score cannot be ranked)")
     n_benign = _check_n_benign(n_benign, m.shape[0])
     return np.sort(np.argsort(m, kind="stable")[:n_benign])
 
@@ -221,7 +225,9 @@ def estimate_num_malicious(
     if n_clients < 3:
         raise ValueError(f"estimating the number of malicious clients needs at least 3 clients, got {n_clients}")
     upper = (n_clients + 1) // 2 - 1
-    max_m = upper if max_malicious is None else int(max_malicious)
+    int_at_least(min_malicious, "min_malicious", 1)
+    int_at_least(n_rounds, "n_rounds", 1)
+    max_m = upper if max_malicious is None else int_at_least(max_malicious, "max_malicious", 1)
     if not 1 <= int(min_malicious) <= max_m <= upper:
         raise ValueError(
             f"need 1 <= min_malicious <= max_malicious <= ceil(K/2) - 1 = {upper}, "

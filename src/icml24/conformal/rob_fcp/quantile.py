@@ -28,6 +28,7 @@ import numpy as np
 
 from icml24.conformal._validation import check_alpha
 from icml24.conformal.calibration import conformal_rank
+from icml24.conformal.rob_fcp._checks import int_at_least
 from icml24.conformal.rob_fcp.characterization import check_bounds
 
 __all__ = ["federated_quantile", "federated_rank", "histogram_quantile"]
@@ -41,8 +42,8 @@ def federated_rank(n_total: int, n_clients: int, alpha: float, rank_rule: RankRu
     ``"fcp"``: ``ceil((1 - alpha)(N + K))`` (FCP, Lu et al. 2023); ``"split"``: ``ceil((1 - alpha)(N + 1))``.
     """
     alpha = check_alpha(alpha)
-    if int(n_total) < 1 or int(n_clients) < 1:
-        raise ValueError(f"need n_total >= 1 and n_clients >= 1, got {n_total} and {n_clients}")
+    n_total = int_at_least(n_total, "n_total", 1)
+    n_clients = int_at_least(n_clients, "n_clients", 1)
     if rank_rule == "fcp":
         # Round before ceil so that float error does not push an exact integer up one rank.
         return math.ceil(round((1.0 - alpha) * (int(n_total) + int(n_clients)), 9))
@@ -99,11 +100,17 @@ def histogram_quantile(
         ``lo + (h + 1)(hi - lo) / H`` for the bin ``h`` holding the rank, or ``+inf``.
     """
     c = np.asarray(counts, dtype=np.float64)
+    if not np.isfinite(c).all() or (c < 0).any() or not np.array_equal(c, np.round(c)):
+        raise ValueError("counts must be finite, non-negative and integer-valued")
     if c.ndim == 2:
+        if n_clients is not None:
+            int_at_least(n_clients, "n_clients", 1)
         n_clients = c.shape[0]
         c = c.sum(axis=0)
     elif c.ndim != 1 or n_clients is None:
         raise ValueError("counts must be (n_clients, n_bins), or (n_bins,) together with n_clients")
+    if n_clients is not None:
+        n_clients = int_at_least(n_clients, "n_clients", 1)
     if not np.isfinite(c).all() or (c < 0).any() or not np.array_equal(c, np.round(c)):
         raise ValueError("counts must be finite, non-negative and integer-valued")
     lo, hi = check_bounds(bounds)

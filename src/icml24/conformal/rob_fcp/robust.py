@@ -26,6 +26,7 @@ from sklearn.base import BaseEstimator
 
 from icml24.conformal._validation import check_alpha
 from icml24.conformal.calibration import prediction_sets
+from icml24.conformal.rob_fcp._checks import index_array, int_at_least
 from icml24.conformal.rob_fcp.characterization import check_bounds, client_histograms
 from icml24.conformal.rob_fcp.detection import (
     NeighborMode,
@@ -146,6 +147,10 @@ def rob_fcp_quantile(
     alpha = check_alpha(alpha)
     bounds = check_bounds(bounds)
     max_weight_ratio = check_max_weight_ratio(max_weight_ratio)
+    if n_malicious is not None:
+        int_at_least(n_malicious, "n_malicious", 0)
+    if quantile_bins is not None:
+        int_at_least(quantile_bins, "quantile_bins", 1)
     vectors = client_histograms(client_scores, n_bins, bounds=bounds)
     benign, scores, n_mal, estimate = select_clients(
         vectors,
@@ -184,7 +189,7 @@ def oracle_quantile(
     rank_rule: RankRule = "fcp",
 ) -> float:
     """Baseline: FCP over the truly benign clients only (the oracle that knows who is malicious)."""
-    idx = np.asarray(benign, dtype=np.int64)
+    idx = index_array(benign, "benign", len(client_scores))
     if idx.size == 0:
         raise ValueError("benign is empty: the oracle needs at least one benign client")
     return federated_quantile([client_scores[i] for i in idx], alpha, rank_rule=rank_rule)
@@ -241,6 +246,8 @@ class RobustFederatedConformal(BaseEstimator):
     def fit(self, client_scores: Sequence[np.ndarray]) -> RobustFederatedConformal:
         """Calibrate on K clients' scores; sets ``qhat_``, ``benign_clients_``, ``malicious_clients_``,
         ``n_malicious_``, ``maliciousness_``, ``vectors_`` and ``estimate_``."""
+        if not hasattr(client_scores, "__len__") or isinstance(client_scores, (str, bytes)):
+            raise TypeError(f"client_scores must be a sequence of per-client score arrays, got {type(client_scores).__name__}")
         if isinstance(client_scores, np.ndarray) and client_scores.ndim != 2:
             raise ValueError("client_scores must be a sequence of per-client score arrays")
         res = rob_fcp_quantile(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from icml24.conformal._validation import check_rng
+from icml24.conformal.rob_fcp._checks import finite_real, int_at_least
 
 __all__ = ["dirichlet_label_split", "iid_split"]
 
@@ -27,7 +28,8 @@ def _check_clients(n_clients: int, n_samples: int) -> int:
 
 def iid_split(n_samples: int, n_clients: int, rng: np.random.Generator | int | None = None) -> list[np.ndarray]:
     """Shuffle ``range(n_samples)`` and cut it into ``n_clients`` shares whose sizes differ by at most one."""
-    n_clients = _check_clients(n_clients, int(n_samples))
+    n_samples = int_at_least(n_samples, "n_samples", 1)
+    n_clients = _check_clients(n_clients, n_samples)
     perm = check_rng(rng).permutation(int(n_samples))
     return [np.sort(p) for p in np.array_split(perm, n_clients)]
 
@@ -59,7 +61,8 @@ def dirichlet_label_split(
         raise ValueError(f"labels must be a 1-D integer array, got shape {y.shape} and dtype {y.dtype}")
     n = y.size
     n_clients = _check_clients(n_clients, n)
-    if not np.isfinite(beta) or beta <= 0:
+    beta = finite_real(beta, "beta")
+    if beta <= 0:
         raise ValueError(f"beta must be > 0, got {beta!r}")
     if min_size * n_clients > n:
         raise ValueError(f"min_size={min_size} x n_clients={n_clients} exceeds the {n} samples")
