@@ -41,11 +41,12 @@ def test_list_table_and_show(tmp_path):
     assert res.exit_code == 0 and "SAPG" in res.output and "Claim:" in res.output
 
 
-def test_planned_slug_is_skipped_with_a_message(tmp_path):
+def test_only_planned_slugs_exit_nonzero_with_a_message(tmp_path):
     planned = next(p.slug for p in catalogue.papers() if p.status == "planned")
     res = runner.invoke(app, ["reproduce", planned, "--store", str(tmp_path / "s.sqlite")])
-    assert res.exit_code == 0
-    assert "no reproduction yet" in res.output
+    assert res.exit_code == 2, res.output
+    assert "no reproduction yet" in res.output and "nothing to run" in res.output
+    assert not (tmp_path / "s.sqlite").exists()
 
 
 def test_bad_scale_and_backend_exit_2(tmp_path):
@@ -81,3 +82,101 @@ def test_reproduce_writes_report_and_crash_exits_nonzero(fake_env, tmp_path):
 def test_python_dash_m_works():
     out = subprocess.run([sys.executable, "-m", "icml24", "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "icml24" in out.stdout
+
+
+def test_help_lists_the_scales_and_backends():
+    res = runner.invoke(app, ["reproduce", "--help"], terminal_width=200)
+    assert res.exit_code == 0
+    assert "smoke|quick|full|gpu" in res.output and "local|ray" in res.output
+
+
+def test_cli_backends_are_the_runners():
+    from icml24.cli import BACKEND_CHOICES
+    from icml24.common.runner import BACKENDS
+
+    assert tuple(BACKEND_CHOICES) == tuple(BACKENDS)
+
+
+def test_list_filters_by_status_and_field():
+    res = runner.invoke(app, ["list", "--status", "implemented", "--field", "rl", "--json"])
+    data = json.loads(res.stdout)
+    expected = [p.slug for p in catalogue.implemented() if p.field == "rl"]
+    assert res.exit_code == 0 and [e["slug"] for e in data] == expected and expected
+    res = runner.invoke(app, ["list", "--status", "planned"])  # not a terminal: one line per paper
+    lines = [ln for ln in res.stdout.splitlines() if not ln.startswith("#")]
+    assert len(lines) == sum(p.status == "planned" for p in catalogue.papers())
+    assert all(ln.split("\t")[2] == "planned" for ln in lines)
+    assert runner.invoke(app, ["list", "--field", "astrology"]).exit_code == 2
+
+
+def test_a_registered_reproduction_shows_in_list_and_show(fake_env):
+    res = runner.invoke(app, ["list", "--status", "registered", "--json"])
+    assert [e["slug"] for e in json.loads(res.stdout)] == ["fake-sleepy", "fake-crash"]
+    res = runner.invoke(app, ["show", "fake-sleepy"])
+    assert res.exit_code == 0 and "user-registered" in res.output and "Random draws are reproducible" in res.output
+
+
+def test_a_broken_registration_is_one_line(monkeypatch):
+    monkeypatch.setenv("ICML24_REPRODUCTIONS", "no_such_module_xyz:REPRO")
+    res = runner.invoke(app, ["list"])
+    assert res.exit_code == 2 and "ICML24_REPRODUCTIONS" in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_show_points_to_the_installed_readme_and_prints_it(tmp_path):
+    readme = catalogue.readme_path("sapg")
+    assert readme is not None and readme.is_file()
+    res = runner.invoke(app, ["show", "sapg", "--store", str(tmp_path / "none.sqlite")])
+    assert f"README: {readme}" in res.output
+    res = runner.invoke(app, ["show", "sapg", "--readme"])
+    assert res.exit_code == 0 and res.stdout == readme.read_text(encoding="utf-8")
+    planned = next(p.slug for p in catalogue.papers() if p.status == "planned")
+    assert catalogue.readme_path(planned) is None
+    assert runner.invoke(app, ["show", planned, "--readme"]).exit_code == 1
+
+
+def test_icml24_home_sets_the_default_store_and_report(fake_env, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("ICML24_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "--scale", "smoke", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert (home / "runs" / "icml24.sqlite").exists() and (home / "reports" / "latest" / "index.html").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    res = runner.invoke(app, ["report", "--scale", "smoke"])
+    assert res.exit_code == 0 and "fake-sleepy: supported" in res.output and "fake-crash" not in res.output
+    res = runner.invoke(app, ["show", "fake-sleepy"])
+    assert "Last verdicts" in res.output
+    monkeypatch.setenv("ICML24_STORE", str(tmp_path / "other.sqlite"))
+    monkeypatch.setenv("ICML24_OUT", str(tmp_path / "other-report"))
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "--scale", "smoke", "--workers", "1"])
+    assert (tmp_path / "other.sqlite").exists() and (tmp_path / "other-report" / "results.json").exists()
+    assert not list(elsewhere.iterdir())
+
+
+def test_report_without_jobs_in_the_store_says_so(fake_env, tmp_path):
+    from icml24.common.store import ResultStore
+
+    ResultStore(tmp_path / "empty.sqlite")
+    res = runner.invoke(app, ["report", "--scale", "smoke", "--store", str(tmp_path / "empty.sqlite"),
+                              "--out", str(tmp_path / "rep")])  # fmt: skip
+    assert res.exit_code == 1 and "nothing to report" in res.output and not (tmp_path / "rep").exists()
+
+
+def test_a_scale_the_paper_lacks_exits_nonzero_with_one_line(fake_env, tmp_path):
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "--scale", "gpu", "--store", str(tmp_path / "s.sqlite")])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
+    assert "no 'gpu' scale for fake-sleepy (it has smoke, quick, full)" in res.output
+
+
+def test_summary_names_the_deciding_check_and_a_failure_its_last_line(fake_env, tmp_path):
+    long_out = tmp_path / ("a-rather-long-folder-name-" * 6) / "report"
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "fake-crash", "--scale", "smoke", "--workers", "1",
+                              "--store", str(tmp_path / "s.sqlite"), "--out", str(long_out)])  # fmt: skip
+    assert res.exit_code == 1
+    assert "fake-sleepy: supported, decided by draws-exist" in res.output
+    assert "FAILED fake-crash/draw[crash=True,n=1] seed=0" in res.output
+    assert "RuntimeError: this job crashes on purpose" in res.output
+    assert f"Report: {(long_out / 'index.html').resolve()}" in res.output  # on one line, not wrapped

@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -102,6 +103,15 @@ def get(slug: str) -> Paper:
     near = closest(slug)
     hint = f" Did you mean: {', '.join(near)}?" if near else ""
     raise KeyError(f"unknown paper {slug!r}.{hint}")
+
+
+def readme_path(slug: str) -> Path | None:
+    """The installed README.md of a paper (shipped in the wheel as package data), or ``None``."""
+    paper = get(slug)
+    if not paper.module or not paper.module.startswith("icml24."):
+        return None
+    path = Path(__file__).resolve().parent.joinpath(*paper.module.split(".")[1:], "README.md")
+    return path if path.is_file() else None
 
 
 def implemented() -> list[Paper]:

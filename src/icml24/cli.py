@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -16,22 +17,38 @@ from rich.table import Table as RichTable
 
 from icml24 import __version__, catalogue
 from icml24.common.experiment import SCALES, Job, JobResult
-from icml24.common.store import DEFAULT_STORE
+from icml24.common.paths import HOME_ENV, OUT_ENV, STORE_ENV, default_out, default_store
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Methods of ICML 2024 papers and miniature reproductions of their claims.",
 )
-console = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# soft_wrap: never insert line breaks (a terminal wraps long lines itself; a pipe or log file gets one
+# line per message, so a long report path stays whole).
+console = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DEFAULT_OUT = Path("reports") / "latest"
+BACKEND_CHOICES = ("local", "ray")
+REGISTERED = "registered"
+"""The status ``list`` shows for a user-registered reproduction (``ICML24_REPRODUCTIONS``)."""
 
-ScaleOpt = Annotated[str, typer.Option("--scale", help=f"One of {', '.join(SCALES)}.")]
+ScaleOpt = Annotated[
+    str,
+    typer.Option("--scale", click_type=click.Choice(SCALES), help="Scale of the run (smoke: seconds, quick: "
+                 "<= 2 min per paper on 2 cores, full: <= 20 min, gpu: the papers that need one)."),
+]  # fmt: skip
 SeedsOpt = Annotated[int | None, typer.Option("--seeds", min=1, help="Seeds per config (default: the scale's).")]
-StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite results store.")]
-OutOpt = Annotated[Path, typer.Option("--out", help="Report folder.")]
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", help=f"SQLite results store [default: ${STORE_ENV}, else ${HOME_ENV}/runs/icml24.sqlite, "
+                 "else runs/icml24.sqlite]", show_default=False),
+]  # fmt: skip
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help=f"Report folder [default: ${OUT_ENV}, else ${HOME_ENV}/reports/latest, "
+                 "else reports/latest]", show_default=False),
+]  # fmt: skip
 
 
 def _version(value: bool) -> None:
@@ -49,82 +66,141 @@ def _root(
     pass
 
 
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one error line and return the exit to raise."""
+    err.print(f"[red]error:[/] {escape(message)}")
+    return typer.Exit(code=code)
+
+
+def _extras() -> dict:
+    """The user-registered reproductions; a broken ``ICML24_REPRODUCTIONS`` is one error line."""
+    from icml24.common.registry import ENV_VAR, extra_reproductions
+
+    try:
+        return extra_reproductions()
+    except Exception as exc:  # noqa: BLE001 - any import failure of the user's module is one line
+        raise _fail(f"{ENV_VAR}: {type(exc).__name__}: {exc}") from None
+
+
 @app.command("list")
 def list_papers(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", click_type=click.Choice((*catalogue.STATUSES, REGISTERED)),
+                     help="Only papers with this status."),
+    ] = None,  # fmt: skip
+    field: Annotated[
+        str | None, typer.Option("--field", click_type=click.Choice(catalogue.FIELDS), help="Only this field.")
+    ] = None,
 ) -> None:
-    """List every paper of the catalogue with its field and status."""
-    papers = catalogue.papers()
+    """List every paper of the catalogue (and every user-registered reproduction) with its field and status."""
+    entries = [p.to_dict() for p in catalogue.papers()]
+    for slug, repro in _extras().items():
+        if slug not in {e["slug"] for e in entries}:
+            entries.append({"slug": slug, "title": repro.claim, "field": "-", "status": REGISTERED,
+                            "claim": repro.claim, "scales": list(repro.scales)})  # fmt: skip
+    entries = [e for e in entries if (status is None or e["status"] == status) and (field is None or e["field"] == field)]
     if as_json:
-        sys.stdout.write(json.dumps([p.to_dict() for p in papers], indent=2) + "\n")
+        sys.stdout.write(json.dumps(entries, indent=2) + "\n")
         return
-    table = RichTable(title=f"icml24: {len(papers)} papers", show_lines=False)
+    if not sys.stdout.isatty():
+        # One tab-separated line per paper: nothing folded, easy to grep and cut.
+        for e in entries:
+            sys.stdout.write(f"{e['slug']}\t{e['field']}\t{e['status']}\t{e['title']}\n")
+        sys.stdout.write(f"# icml24: {len(entries)} papers\n")
+        return
+    table = RichTable(title=f"icml24: {len(entries)} papers", show_lines=False)
     for col in ("slug", "field", "status", "title"):
         table.add_column(col, overflow="fold")
-    style = {"implemented": "green", "planned": "yellow", "position": "blue"}
-    for p in papers:
-        table.add_row(p.slug, p.field, f"[{style[p.status]}]{p.status}[/]", p.title)
+    style = {"implemented": "green", "planned": "yellow", "position": "blue", REGISTERED: "magenta"}
+    for e in entries:
+        table.add_row(e["slug"], e["field"], f"[{style[e['status']]}]{e['status']}[/]", escape(e["title"]))
     console.print(table)
 
 
 def _unknown(slug: str) -> typer.Exit:
     near = catalogue.closest(slug)
     hint = f" Closest: {', '.join(near)}." if near else ""
-    err.print(f"[red]error:[/] unknown paper {slug!r}.{hint} See `icml24 list`.")
-    return typer.Exit(code=2)
+    return _fail(f"unknown paper {slug!r}.{hint} See `icml24 list`.")
 
 
 @app.command()
 def show(
     slug: Annotated[str, typer.Argument(help="Paper slug (see `icml24 list`).")],
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
+    readme: Annotated[bool, typer.Option("--readme", help="Print the paper's README.md instead.")] = False,
 ) -> None:
-    """Citation, claim, public API, how to reproduce, and the last results in the store."""
+    """Citation, claim, public API, README, how to reproduce, and the last results in the store."""
+    store = store or default_store()
+    extras = _extras()
+    if slug in extras:
+        repro = extras[slug]
+        if readme:
+            raise _fail(f"{slug} is a user-registered reproduction: it has no README in icml24")
+        console.print(f"[bold]{escape(slug)}[/] (user-registered reproduction, from ICML24_REPRODUCTIONS)")
+        console.print(f"Claim: {escape(repro.claim)}")
+        console.print(f"Scales: {', '.join(repro.scales)}")
+        if repro.deviations:
+            console.print("Deviations:\n" + "\n".join(f"  - {escape(d)}" for d in repro.deviations))
+        console.print(f"Reproduce: icml24 reproduce {slug} --scale quick")
+        _show_store(slug, store)
+        return
     try:
         p = catalogue.get(slug)
     except KeyError:
         raise _unknown(slug) from None
-    console.print(f"[bold]{p.title}[/] ([cyan]{p.slug}[/], field {p.field}, status {p.status})")
-    console.print(f"Citation: {p.citation}")
+    readme_path = catalogue.readme_path(slug)
+    if readme:
+        if readme_path is None:
+            raise _fail(f"{slug} is {p.status}: it has no README yet", code=1)
+        sys.stdout.write(readme_path.read_text(encoding="utf-8"))
+        return
+    console.print(f"[bold]{escape(p.title)}[/] ([cyan]{p.slug}[/], field {p.field}, status {p.status})")
+    console.print(f"Citation: {escape(p.citation)}")
     if p.code:
         console.print(f"Official code: {p.code}")
-    console.print(f"Claim: {p.claim}")
+    console.print(f"Claim: {escape(p.claim)}")
     if p.module:
         console.print(f"Module: {p.module}")
     if p.api:
         console.print("Public API:\n" + "\n".join(f"  - {a}" for a in p.api))
+    if readme_path is not None:
+        console.print(f"README: {readme_path}   (print it: icml24 show {p.slug} --readme)")
     if p.status == "implemented":
         console.print(f"Reproduce: icml24 reproduce {p.slug} --scale quick   (or --scale full)")
     else:
         console.print(f"No reproduction yet ({p.status}).")
-    if store.exists():
-        from icml24.common.store import ResultStore, StoreError
+    _show_store(slug, store)
 
-        try:
-            s = ResultStore(store, readonly=True)
-            verdicts = s.analyses(slug)
-            rows = s.summary(slug)
-        except StoreError as exc:
-            raise _fail(str(exc)) from None
-        if verdicts:
-            console.print("Last verdicts:")
-            for v in verdicts[:3]:
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(v["created_at"]))
-                console.print(
-                    f"  [{when}] scale={v['scale']} version={v['version']}: [bold]{v['verdict']}[/] "
-                    f"({v['n_ok']} ok, {v['n_error']} crashed, {v['n_missing']} missing)\n    {v['summary'][:600]}"
-                )
-        if rows:
-            console.print("Stored jobs:")
-            for r in rows:
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["last"]))
-                console.print(
-                    f"  {r['experiment']} v{r['version']}: {r['count']} {r['status']} (last {when})"
-                )
-        if not rows and not verdicts:
-            console.print(f"No results in {store} yet.")
-    else:
+
+def _show_store(slug: str, store: Path) -> None:
+    if not store.exists():
         console.print(f"No results store at {store} yet.")
+        return
+    from icml24.common.store import ResultStore, StoreError
+
+    try:
+        s = ResultStore(store, readonly=True)
+        verdicts = s.analyses(slug)
+        rows = s.summary(slug)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    if verdicts:
+        console.print(f"Last verdicts (in {store}):")
+        for v in verdicts[:3]:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(v["created_at"]))
+            console.print(
+                f"  [{when}] scale={v['scale']} version={v['version']}: [bold]{v['verdict']}[/] "
+                f"({v['n_ok']} ok, {v['n_error']} crashed, {v['n_missing']} missing)\n    {escape(v['summary'][:600])}"
+            )
+    if rows:
+        console.print("Stored jobs:")
+        for r in rows:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["last"]))
+            console.print(f"  {r['experiment']} v{r['version']}: {r['count']} {r['status']} (last {when})")
+    if not rows and not verdicts:
+        console.print(f"No results in {store} yet.")
 
 
 class _Progress:
@@ -153,6 +229,8 @@ class _Progress:
             self.bar.start()
 
     def __call__(self, event: str, job: Job, result: JobResult | None) -> None:
+        from icml24.common.report import error_last_line
+
         if event == "skip":  # another process sharing the store finished it
             self.done += 1
             if self.bar is not None:
@@ -167,14 +245,15 @@ class _Progress:
         self.done += 1
         assert result is not None
         mark = "ok" if result.status == "ok" else "FAILED"
+        why = f": {error_last_line(result.error)}" if result.status != "ok" else ""
         if self.bar is not None:
             self.bar.update(self.task, advance=1)
             if result.status != "ok":
-                self.bar.console.print(f"[red]job failed:[/] {escape(job.label)}")
+                self.bar.console.print(f"[red]job failed:[/] {escape(job.label)}{escape(why)}")
         else:
             print(
                 f"[{self.done}/{self.total}] {mark} {job.label} ({result.wall_time:.1f}s, "
-                f"elapsed {time.time() - self.start:.0f}s)",
+                f"elapsed {time.time() - self.start:.0f}s){why}",
                 flush=True,
             )
 
@@ -183,17 +262,49 @@ class _Progress:
             self.bar.stop()
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one error line (never wrapped) and return the exit to raise."""
-    err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
-    return typer.Exit(code=code)
+def _resolve(slugs: list[str], scale: str) -> list[str]:
+    """The papers to run or report at ``scale``: exits 2 with one line for an unknown slug, for a named
+    paper that lacks the scale, or when nothing is left (only planned papers named, say)."""
+    from icml24.common.registry import get_reproduction, resolve_slugs
+
+    _extras()  # a broken ICML24_REPRODUCTIONS is one error line
+    res = resolve_slugs(slugs)
+    if res.unknown:
+        for name, near in res.unknown:
+            hint = f" Closest: {', '.join(near)}." if near else ""
+            err.print(f"[red]error:[/] unknown paper {escape(repr(name))}.{escape(hint)} See `icml24 list`.")
+        raise typer.Exit(code=2)
+    for name, status in res.not_implemented:
+        err.print(f"[yellow]skipped:[/] {name} is {status}: it has no reproduction yet.")
+    lacking = {s: get_reproduction(s).scales for s in res.runnable}
+    lacking = {s: sc for s, sc in lacking.items() if scale not in sc}
+    if slugs and lacking:
+        raise _fail(
+            f"no {scale!r} scale for "
+            + "; ".join(f"{s} (it has {', '.join(sc)})" for s, sc in lacking.items())
+        )
+    runnable = [s for s in res.runnable if s not in lacking]
+    if not runnable:
+        what = "the papers named have no reproduction yet" if slugs else f"no paper has a {scale!r} scale"
+        raise _fail(f"nothing to run: {what}")
+    return runnable
+
+
+def _verdict_line(r) -> str:
+    from icml24.common.report import decided_by_text
+
+    deciding = decided_by_text(r)
+    by = f", decided by {deciding}" if deciding else ""
+    return f"  {r.slug}: [bold]{r.verdict_text}[/]{escape(by)} ({r.n_ok}/{r.n_jobs} jobs ok)"
 
 
 def _write_report(reports: list, out: Path) -> Path:
-    from icml24.common.report import write_report
+    from icml24.common.report import ReportWriteError, write_report
 
     try:
         return write_report(reports, out)
+    except ReportWriteError as exc:
+        raise _fail(str(exc), code=1) from None
     except OSError as exc:
         where = exc.filename or out
         raise _fail(
@@ -201,64 +312,36 @@ def _write_report(reports: list, out: Path) -> Path:
         ) from None
 
 
-def _check_scale(scale: str) -> None:
-    if scale not in SCALES:
-        err.print(f"[red]error:[/] --scale must be one of {', '.join(SCALES)}, got {scale!r}")
-        raise typer.Exit(code=2)
-
-
-def _resolve(slugs: list[str]) -> list[str]:
-    from icml24.common.registry import resolve_slugs
-
-    res = resolve_slugs(slugs)
-    if res.unknown:
-        for name, near in res.unknown:
-            hint = f" Closest: {', '.join(near)}." if near else ""
-            err.print(f"[red]error:[/] unknown paper {name!r}.{hint} See `icml24 list`.")
-        raise typer.Exit(code=2)
-    for name, status in res.not_implemented:
-        err.print(f"[yellow]skipped:[/] {name} is {status}: it has no reproduction yet.")
-    return res.runnable
-
-
 @app.command()
 def reproduce(
     slugs: Annotated[list[str] | None, typer.Argument(help="Papers to run (default: all implemented).")] = None,
     scale: ScaleOpt = "quick",
     seeds: SeedsOpt = None,
-    backend: Annotated[str, typer.Option("--backend", help="local (process pool) or ray.")] = "local",
+    backend: Annotated[
+        str, typer.Option("--backend", click_type=click.Choice(BACKEND_CHOICES),
+                          help="local: a process pool on this machine; ray: Ray tasks.")
+    ] = "local",  # fmt: skip
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel jobs (default: cores).")] = None,
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="Ray cluster address (default: start a local Ray).")
     ] = None,
-    store: StoreOpt = DEFAULT_STORE,
-    out: OutOpt = DEFAULT_OUT,
+    store: StoreOpt = None,
+    out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Rerun jobs already in the store.")] = False,
 ) -> None:
     """Run the reproductions (all implemented papers, or those named), resuming from the store, and
-    write the report (index.html, report.md, results.json)."""
+    write the report (index.html, report.md, results.json, figures/)."""
     from icml24.common.registry import get_reproduction
     from icml24.common.report import analyze_paper
-    from icml24.common.runner import BACKENDS, RunnerError, RunTerminated, pending_jobs, run_jobs
+    from icml24.common.runner import RunnerError, RunTerminated, pending_jobs, run_jobs
     from icml24.common.store import ResultStore, StoreError
 
-    _check_scale(scale)
-    if backend not in BACKENDS:
-        err.print(f"[red]error:[/] --backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        raise typer.Exit(code=2)
-    names = _resolve(list(slugs or []))
-    runnable: list[str] = []
+    store = store or default_store()
+    out = out or default_out()
+    runnable = _resolve(list(slugs or []), scale)
     jobs: list[Job] = []
-    for slug in names:
-        repro = get_reproduction(slug)
-        if scale not in repro.scales:
-            err.print(f"[yellow]skipped:[/] {slug} has no {scale!r} scale (it has {', '.join(repro.scales)}).")
-            continue
-        runnable.append(slug)
-        jobs += repro.jobs(scale, seeds)
-    if not runnable:
-        err.print("nothing to run.")
-        raise typer.Exit(code=0)
+    for slug in runnable:
+        jobs += get_reproduction(slug).jobs(scale, seeds)
     try:
         rs = ResultStore(store)
         todo = len(pending_jobs(jobs, rs, force))
@@ -292,12 +375,12 @@ def reproduce(
         raise _fail(str(exc)) from None
     html_path = _write_report(reports, out)
     for r in reports:
-        console.print(f"  {r.slug}: [bold]{r.analysis.verdict}[/] ({r.n_ok}/{r.n_jobs} jobs ok)")
+        console.print(_verdict_line(r))
     console.print(
         f"Ran {stats.ran} job(s) in {stats.wall_time:.1f}s ({stats.skipped} from the store, "
         f"{len(stats.failed)} crashed)."
     )
-    console.print(f"Report: {html_path.resolve()} (and report.md, results.json beside it)")
+    console.print(f"Report: {html_path.resolve()} (and report.md, results.json, figures/ beside it)")
     if stats.failed:
         err.print(f"[red]{len(stats.failed)} job(s) crashed[/]; their tracebacks are in the report and the store.")
         raise typer.Exit(code=1)
@@ -305,30 +388,35 @@ def reproduce(
 
 @app.command()
 def report(
-    slugs: Annotated[list[str] | None, typer.Argument(help="Papers (default: all implemented).")] = None,
+    slugs: Annotated[
+        list[str] | None, typer.Argument(help="Papers (default: every paper with jobs of this scale in the store).")
+    ] = None,
     scale: ScaleOpt = "quick",
     seeds: SeedsOpt = None,
-    store: StoreOpt = DEFAULT_STORE,
-    out: OutOpt = DEFAULT_OUT,
+    store: StoreOpt = None,
+    out: OutOpt = None,
 ) -> None:
     """Rebuild the report from the store without running anything."""
-    from icml24.common.registry import get_reproduction
-    from icml24.common.report import analyze_paper
+    from icml24.common.report import analyze_paper, slugs_with_jobs
     from icml24.common.store import ResultStore, StoreError, is_corrupt
 
-    _check_scale(scale)
+    store = store or default_store()
+    out = out or default_out()
     if not store.exists():
-        err.print(f"[red]error:[/] no results store at {store}")
-        raise typer.Exit(code=2)
-    names = [s for s in _resolve(list(slugs or [])) if scale in get_reproduction(s).scales]
+        raise _fail(f"no results store at {store} (run `icml24 reproduce` first, or pass --store or set {STORE_ENV})")
+    names = _resolve(list(slugs or []), scale)
     try:
         rs = ResultStore(store, readonly=True)  # report only reads: it works on a read-only store
+        if not slugs:
+            names = slugs_with_jobs(names, scale, seeds, rs)
+            if not names:
+                raise _fail(f"no jobs of scale {scale!r} in {store}: nothing to report", code=1)
         reports = [analyze_paper(slug, scale, seeds, rs) for slug in names]
     except StoreError as exc:
         raise _fail(str(exc)) from None
     html_path = _write_report(reports, out)
     for r in reports:
-        console.print(f"  {r.slug}: [bold]{r.analysis.verdict}[/] ({r.n_ok}/{r.n_jobs} jobs in the store)")
+        console.print(_verdict_line(r))
     console.print(f"Report: {html_path.resolve()}")
     corrupt = sum(is_corrupt(e) for r in reports for e in r.errors)
     if corrupt:

@@ -11,7 +11,17 @@ import time
 import numpy as np
 import torch
 
-from icml24.common.experiment import Analysis, ClaimCheck, Job, Reproduction, Table, fmt_mean_std, seeds_for
+from icml24.common.experiment import (
+    Analysis,
+    ClaimCheck,
+    Figure,
+    Job,
+    Reproduction,
+    Table,
+    fmt_mean_std,
+    numeric_cell,
+    seeds_for,
+)
 
 SLUG = "fake-sleepy"
 DEFAULT_SEEDS = {"smoke": 2, "quick": 3, "full": 4}
@@ -43,9 +53,35 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
 
 def analyze(results, scale) -> Analysis:
     vals = [r.metrics["numpy_mean"] for r in results]
-    table = Table("draws", ["metric", "value"], [["numpy_mean", fmt_mean_std(vals)]])
+    table = Table(
+        "draws",
+        ["metric", "value", "numbers"],
+        [["numpy_mean", fmt_mean_std(vals), numeric_cell(vals)], ["with a gap", float("nan"), numeric_cell([1.0, None])]],
+    )
     verdict = "supported" if len(results) > 0 else "inconclusive"
-    return Analysis(verdict, f"{len(results)} draws", [table], [], [ClaimCheck("draws exist", verdict, str(len(vals)))])
+    checks = [
+        ClaimCheck("draws exist", verdict, str(len(vals)), id="draws-exist", rule="at least one draw", n=len(vals)),
+        ClaimCheck(
+            "mean near zero: the draws are centred", "inconclusive", "reported only", rule="one-sided t-test, alpha 0.05",
+            effect=float("nan"), effect_name="mean", ci=(-0.1, float("inf")), ci_level=0.95, p_value=0.2, power=0.8,
+            decisive=False,
+        ),
+    ]
+    figures = []
+    if scale == "smoke" and results:
+        figures = [Figure("draws by n", _plot(results), "mean over seeds; band: std over seeds")]
+    return Analysis(verdict, f"{len(results)} draws", [table], figures, checks, rule="supported when draws exist")
+
+
+def _plot(results) -> bytes:
+    from icml24.common.experiment import figure_png, new_figure
+
+    fig, axes = new_figure(1, 2)
+    for ax in axes[0]:
+        ax.plot([r.job.config["n"] for r in results], [r.metrics["numpy_mean"] for r in results], "o")
+        ax.set_xlabel("n (multiplier)")
+        ax.set_ylabel("numpy mean (a.u.)")
+    return figure_png(fig)
 
 
 def write_many(path: str, worker: int, n: int) -> None:

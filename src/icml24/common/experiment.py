@@ -85,8 +85,13 @@ class Job:
 
     @property
     def label(self) -> str:
-        short = ",".join(f"{k}={v}" for k, v in sorted(self.config.items()) if _is_scalar(v))
-        return f"{self.slug}/{self.experiment}[{short[:60]}] seed={self.seed}"
+        """A readable, unique name: every scalar config item in full (nothing truncated away), plus the
+        config hash when the config also holds lists or dicts (which the scalars alone may not tell apart)."""
+        items = sorted(self.config.items())
+        short = ",".join(f"{k}={v}" for k, v in items if _is_scalar(v))
+        if any(not _is_scalar(v) for _, v in items):
+            short = f"{short},cfg={self.config_hash[:8]}" if short else f"cfg={self.config_hash[:8]}"
+        return f"{self.slug}/{self.experiment}[{short}] seed={self.seed}"
 
     def to_dict(self) -> dict[str, JsonValue]:
         return {
@@ -228,17 +233,129 @@ def to_jsonable(value: Any) -> JsonValue:
 # --------------------------------------------------------------------------------------------------
 
 
+SPREADS: dict[str, str] = {
+    "std": "sample standard deviation (ddof=1)",
+    "sem": "standard error of the mean (std / sqrt(n))",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A numeric table cell: the per-seed (or per-trial) values and their summary.
+
+    The report prints :attr:`text` (``"1.234 ± 0.056 (n=5)"``); ``results.json`` keeps the numbers, so a
+    reader can recompute anything from ``values``. Build one with :func:`numeric_cell`.
+
+    Attributes:
+        text: the cell as printed.
+        mean: mean of the finite values (``None`` when there is none).
+        std: the spread printed after ``±`` (``spread`` says which; ``None`` when there is no value).
+        n: how many finite values went into ``mean``.
+        values: every value, in order (non-finite ones kept as ``nan``; ``results.json`` writes ``null``).
+        spread: what ``std`` is, in words: ``"std over seeds"``, ``"sem over trials"``.
+    """
+
+    text: str
+    mean: float | None = None
+    std: float | None = None
+    n: int = 0
+    values: tuple[float, ...] = ()
+    spread: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "text": self.text,
+            "mean": self.mean,
+            "std": self.std,
+            "n": self.n,
+            "values": list(self.values),
+            "spread": self.spread,
+        }
+
+
+def numeric_cell(
+    values: Sequence[float | None], digits: int = 3, *, spread: str = "std", over: str = "seeds"
+) -> Cell:
+    """A :class:`Cell` from per-seed values: the text of :func:`fmt_mean_std` plus the numbers.
+
+    Args:
+        values: one value per seed (or trial); ``None`` and NaN are kept in ``values`` but left out of
+            the mean and the spread.
+        digits: significant digits of the text.
+        spread: ``"std"`` (sample std, ddof=1, as :func:`mean_std`) or ``"sem"`` (std / sqrt(n)).
+        over: what the values range over, for the words of the spread (``"seeds"``, ``"trials"``).
+    """
+    if spread not in SPREADS:
+        raise ValueError(f"spread must be one of {tuple(SPREADS)}, got {spread!r}")
+    if not isinstance(values, (Sequence, np.ndarray)) or isinstance(values, str):
+        raise TypeError(f"values must be a sequence of numbers, got {type(values).__name__}")
+    raw = tuple(math.nan if v is None else float(v) for v in values)
+    m, s, n = mean_std(raw)
+    if n == 0:
+        return Cell("n/a", None, None, 0, raw, f"{spread} over {over}")
+    if spread == "sem":
+        s = s / math.sqrt(n)
+    text = f"{_fmt(m, digits)} ± {_fmt(s, digits)} (n={n})"
+    return Cell(text, m, s, n, raw, f"{spread} over {over}")
+
+
+_MEAN_STD_TEXT = re.compile(r"^\s*([-+0-9.eE]+|nan|inf|-inf)\s*±\s*([-+0-9.eE]+|nan|inf)\s*\(n=(\d+)\)\s*$")
+
+
+def cell_to_json(value: JsonValue) -> dict[str, JsonValue]:
+    """One table cell as ``results.json`` writes it: always an object with ``text``; numbers where known.
+
+    A :class:`Cell` gives its numbers; a plain number gives ``value``; a string written by
+    :func:`fmt_mean_std` (``"1.23 ± 0.05 (n=3)"``) is parsed back into ``mean``, ``std`` and ``n``
+    (without per-seed values: papers that adopt :func:`numeric_cell` give those too).
+    """
+    if isinstance(value, Cell):
+        return value.to_dict()
+    if isinstance(value, bool) or value is None:
+        return {"text": str(value) if value is not None else "", "value": value}
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        v = float(value) if isinstance(value, (float, np.floating)) else int(value)
+        return {"text": _cell_text(v), "value": v}
+    text = str(value)
+    m = _MEAN_STD_TEXT.match(text)
+    if m:
+        return {"text": text, "mean": float(m.group(1)), "std": float(m.group(2)), "n": int(m.group(3))}
+    return {"text": text}
+
+
+def _cell_text(v: float | int) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
 @dataclass
 class Table:
-    """A table for the report. Cells are strings or numbers; ``mean_std`` helps format them."""
+    """A table for the report.
+
+    Cells are strings, numbers or :class:`Cell` s (from :func:`numeric_cell`, which keeps the per-seed
+    values for ``results.json``); :func:`fmt_mean_std` formats a string cell for text. Say in ``note``
+    what a spread is when the cells are strings; a :class:`Cell` says it itself.
+    """
 
     title: str
     columns: list[str]
     rows: list[list[JsonValue]]
     note: str = ""
 
+    def spreads(self) -> list[str]:
+        """The distinct spreads of the table's :class:`Cell` s (``["std over seeds"]``)."""
+        return list(dict.fromkeys(c.spread for row in self.rows for c in row if isinstance(c, Cell) and c.spread))
+
     def to_dict(self) -> dict[str, JsonValue]:
-        return {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
+        return {
+            "title": self.title,
+            "columns": [str(c) for c in self.columns],
+            "rows": [[cell_to_json(c) for c in row] for row in self.rows],
+            "note": self.note,
+            "spreads": self.spreads(),
+        }
 
 
 @dataclass
@@ -250,8 +367,13 @@ class Figure:
     caption: str = ""
 
 
-def _slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48] or "check"
+def _slugify(text: str, limit: int = 48) -> str:
+    """A lower-case, hyphenated id of at most ``limit`` characters, cut at a word boundary."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(slug) > limit:
+        cut = slug[: limit + 1].rfind("-")
+        slug = slug[: cut if cut > limit // 2 else limit].strip("-")
+    return slug or "check"
 
 
 @dataclass
@@ -337,6 +459,13 @@ class Analysis:
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        # Ids name checks apart: a repeated one (two claims with the same opening words) gets -2, -3...
+        seen: dict[str, int] = {}
+        for check in self.checks:
+            base = check.id
+            seen[base] = seen.get(base, 0) + 1
+            if seen[base] > 1:
+                check.id = f"{base}-{seen[base]}"
 
 
 @dataclass(frozen=True)
