@@ -23,16 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 KNOWN_MISSING = {
     "advised-rflvm",
-    "bloop",
     "conformal-decision-sets",
     "factored-reward-bandits",
     "kep-svgp",
-    "lp-coresets",
     "max-reward-rl",
     "platonic-representation",
     "rob-fcp",
-    "sapg",
-    "size-invariant-sod",
     "stochastic-q",
 }
 """Implemented papers whose README has no runnable "your data" example yet (may only shrink)."""
