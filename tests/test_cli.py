@@ -180,3 +180,16 @@ def test_summary_names_the_deciding_check_and_a_failure_its_last_line(fake_env, 
     assert "FAILED fake-crash/draw[crash=True,n=1] seed=0" in res.output
     assert "RuntimeError: this job crashes on purpose" in res.output
     assert f"Report: {(long_out / 'index.html').resolve()}" in res.output  # on one line, not wrapped
+
+
+def test_show_states_the_code_of_the_stored_results(fake_env, tmp_path):
+    store = tmp_path / "s.sqlite"
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "--scale", "smoke", "--workers", "1",
+                              "--store", str(store), "--out", str(tmp_path / "rep")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["show", "fake-sleepy", "--store", str(store)])
+    assert "Code of the stored results:" in res.output
+    assert "smoke: 8 job(s) at the current fingerprint" in res.output
+    data = json.loads((tmp_path / "rep" / "results.json").read_text())
+    code = data["papers"][0]["code"]
+    assert code["n_current"] == 8 and code["n_stale"] == 0 and len(code["fingerprint"]) >= 12

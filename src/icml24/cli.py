@@ -199,8 +199,44 @@ def _show_store(slug: str, store: Path) -> None:
         for r in rows:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["last"]))
             console.print(f"  {r['experiment']} v{r['version']}: {r['count']} {r['status']} (last {when})")
+    if rows:
+        _show_code(slug, s)
     if not rows and not verdicts:
         console.print(f"No results in {store} yet.")
+
+
+def _show_code(slug: str, store) -> None:
+    """Per scale with stored rows: the code fingerprint and commit(s) they ran at, flagging a dirty tree
+    and rows of older code (the report says the same)."""
+    from icml24.common.registry import get_reproduction
+    from icml24.common.store import StoreError
+
+    try:
+        repro = get_reproduction(slug)
+    except LookupError:
+        return
+    printed = False
+    for scale in repro.scales:
+        try:
+            prov = store.provenance(repro.jobs(scale))
+        except StoreError as exc:
+            raise _fail(str(exc)) from None
+        if not prov.runs:
+            continue
+        if not printed:
+            console.print("Code of the stored results:")
+            printed = True
+        commits = ", ".join(dict.fromkeys(r.git_commit or "no git" for r in prov.current_runs)) or "none"
+        flags = []
+        if prov.dirty:
+            flags.append("ran on a tree with uncommitted changes")
+        if prov.n_stale:
+            flags.append(f"{prov.n_stale} job(s) only from older code, not used: rerun them")
+        flag = f"  [yellow]warning: {escape('; '.join(flags))}[/]" if flags else ""
+        console.print(
+            f"  {scale}: {prov.n_current} job(s) at the current fingerprint {prov.fingerprint[:12]}, "
+            f"commit {commits}{flag}"
+        )
 
 
 class _Progress:
