@@ -86,10 +86,12 @@ class Decision:
         if self.n == 0 or not math.isfinite(self.effect):
             return f"{self.effect_name}: no data (n = {self.n})"
         lo, hi = self.ci
+        # A sign only on differences, slopes and correlations (a rate or a mean is not "+0.94").
+        signed = any(w in self.effect_name for w in (" - ", "difference", "slope", "rho", "correlation"))
         return (
-            f"{self.effect_name} {_num(self.effect, signed=True)}, {round(self.ci_level * 100)}% CI "
-            f"[{_num(lo)}, {_num(hi)}], one-sided p = {_p(self.p_value)}"
-            + (f", refuting p = {_p(self.p_refute)}" if math.isfinite(self.p_refute) else "")
+            f"{self.effect_name} {_num(self.effect, signed=signed)}, {round(self.ci_level * 100)}% CI "
+            f"[{_num(lo)}, {_num(hi)}], one-sided p {_p(self.p_value)}"
+            + (f", refuting p {_p(self.p_refute)}" if math.isfinite(self.p_refute) else "")
             + f" ({self.test}, n = {self.n})"
         )
 
@@ -139,8 +141,8 @@ def _num(x: float, signed: bool = False) -> str:
 
 def _p(p: float) -> str:
     if not math.isfinite(p):
-        return "n/a"
-    return "< 0.001" if p < 1e-3 else f"{p:.3f}"
+        return "= n/a"
+    return "< 0.001" if p < 1e-3 else f"= {p:.3f}"
 
 
 def _verdict(p_support: float, p_refute: float, alpha: float) -> Verdict:
