@@ -1,0 +1,42 @@
+"""Case-Based or Rule-Based: How Do Transformers Do the Math? (Hu, Tang, Yang, Zhang; ICML 2024).
+
+https://arxiv.org/abs/2402.17709 · official code https://github.com/GraphPKU/Case_or_Rule.
+Train a transformer on arithmetic with a square of the input grid left out (leave-square-out): a
+rule learner would solve the left-out problems, a case-based learner fails where no similar training case
+exists. Rule-Following Fine-Tuning (RFFT) trains on traces that execute the rule step by step.
+"""
+
+from icml24.language.case_or_rule.arithmetic_lm import (
+    ALPHABET,
+    FORMATS,
+    ArithmeticLM,
+    ArithmeticLMConfig,
+    nearest_neighbour_predict,
+    target_text,
+)
+from icml24.language.corpora.arithmetic import (
+    TASKS,
+    chebyshev_distance,
+    random_split,
+    rule_following_trace,
+    scratchpad_trace,
+    square_holes,
+)
+
+SLUG = "case-or-rule"
+
+__all__ = [
+    "ALPHABET",
+    "FORMATS",
+    "SLUG",
+    "TASKS",
+    "ArithmeticLM",
+    "ArithmeticLMConfig",
+    "chebyshev_distance",
+    "nearest_neighbour_predict",
+    "random_split",
+    "rule_following_trace",
+    "scratchpad_trace",
+    "square_holes",
+    "target_text",
+]
