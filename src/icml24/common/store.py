@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
 import socket
 import sqlite3
 import time
@@ -265,6 +266,16 @@ class ResultStore:
             ) from None
         except OSError as exc:
             raise self._error(exc, "create") from None
+        # SQLite would open a read-only file read-only without a word and fail at the first result; WAL
+        # also needs to create its -wal and -shm files beside the store. Say so before any job runs.
+        not_writable = [p for p in (path, path.parent) if p.exists() and not os.access(p, os.W_OK)]
+        if not_writable:
+            what = " and ".join(f"{'folder' if p.is_dir() else 'file'} {p}" for p in not_writable)
+            raise StoreError(
+                f"store {path} is read-only ({what} not writable): make it writable, or pass --store PATH "
+                "(`icml24 report` and `show` can read it as it is)",
+                path,
+            )
         with self._guard("open"), closing(self._connect()) as con:
             self._check_integrity(con)
             con.execute("PRAGMA journal_mode=WAL")
@@ -395,8 +406,15 @@ class ResultStore:
         text = str(exc)
         low = text.lower()
         code = getattr(exc, "sqlite_errorcode", None)
-        if "disk is full" in low or getattr(exc, "errno", None) == errno.ENOSPC or code == 13:
-            msg = f"the disk holding the store {path} is full ({action} failed): free space, or pass --store on another disk"
+        full = "disk is full" in low or getattr(exc, "errno", None) == errno.ENOSPC or code == 13
+        if not full and ("disk i/o error" in low or isinstance(exc, OSError)):
+            # SQLite reports many an ENOSPC as a plain I/O error (SQLITE_IOERR_WRITE, _SHMSIZE...).
+            full = _free_bytes(path) < _FULL_BELOW_BYTES
+        if full:
+            msg = (
+                f"the disk holding the store {path} is full ({_free_bytes(path) // 1024} KiB free; {action} "
+                "failed): free space, or pass --store on another disk"
+            )
         elif "readonly" in low or "read-only" in low or isinstance(exc, PermissionError):
             msg = (
                 f"store {path} is read-only ({action} failed): make the file and its folder writable, "
@@ -414,7 +432,8 @@ class ResultStore:
         elif "locked" in low or "busy" in low:
             msg = f"store {path} stayed locked by another process for 60 s ({action}): retry when it has finished"
         elif "disk i/o error" in low or isinstance(exc, OSError):
-            msg = f"I/O error on the store {path} ({action}: {text}): check the disk (space, quota, file size limit)"
+            name = getattr(exc, "sqlite_errorname", None) or text
+            msg = f"I/O error on the store {path} ({action}: {name}): check the disk (space, quota, file size limit)"
         else:
             msg = f"store {path} failed ({action}: {text}): move it away or pass --store elsewhere"
         return StoreError(msg, path)
@@ -696,6 +715,22 @@ class ResultStore:
         """The papers with at least one stored row, sorted."""
         with self._guard("reading results"), closing(self._connect()) as con:
             return [r[0] for r in con.execute("SELECT DISTINCT slug FROM runs ORDER BY slug")]
+
+
+_FULL_BELOW_BYTES = 1 << 20
+"""An I/O error on a file system with less free space than this is reported as a full disk."""
+
+
+def _free_bytes(path: Path) -> int:
+    """Free bytes (for unprivileged users) on the file system of ``path``'s nearest existing folder."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return 1 << 62  # unknown: do not claim the disk is full
+    return st.f_bavail * st.f_frsize
 
 
 def _row_result(
