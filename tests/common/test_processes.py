@@ -223,6 +223,7 @@ def test_two_drivers_on_one_store_run_each_job_once(env, tmp_path):
         assert con.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
 
 
+@pytest.mark.slow  # about 25 s; test_claim_done_busy_and_reclaim is the fast version (a dead owner's lease)
 def test_a_killed_drivers_jobs_are_taken_over_by_the_other(env, tmp_path):
     store = tmp_path / "s.sqlite"
     ResultStore(store)
