@@ -149,7 +149,8 @@ def test_nonfinite_floats_raise_a_clear_error(label, case, name, kind, data):
         planted = bad
     else:
         flat_index = data.draw(st.integers(0, int(np.prod(value.shape)) - 1), label="index")
-        planted = value.clone() if kind == "tensor" else value.copy()
+        # Contiguous copies, so that reshape(-1) is a view and the planted value lands in the argument.
+        planted = value.clone().contiguous() if kind == "tensor" else np.ascontiguousarray(value).copy()
         planted.reshape(-1)[flat_index] = bad
     _expect_clear_error(case, name, planted)
 

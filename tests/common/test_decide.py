@@ -187,6 +187,8 @@ def test_holm_matches_multipletests():
     ref = multipletests([d.p_value for d in ds], alpha=0.05, method="holm")[1]
     assert [d.p_value for d in adj] == pytest.approx(list(ref))
     assert all("Holm" in d.rule for d in adj)
+    ps = [0.01, 0.04, 0.03, 0.005, 0.5, 0.04]
+    assert decide._holm_adjust(ps) == pytest.approx(multipletests(ps, method="holm")[1])
     assert all(d.verdict == decide._verdict(d.p_value, d.p_refute, 0.05) for d in adj)
 
 
