@@ -231,3 +231,11 @@ def test_code_provenance_is_stated_and_dirty_or_stale_rows_are_flagged(ran):
     assert "class='warn'" in report_mod.render_html([r], ENV)
     r.code = {}
     assert report_mod.code_text(r) == ("", []) and report_mod.code_flag(r) == ""
+
+
+def test_one_line_summaries_name_at_most_four_deciding_checks(ran):
+    r = analyze_paper("fake-sleepy", "smoke", None, ran)
+    r.analysis.checks = [ClaimCheck(f"c{i}", "supported", "e", id=f"c{i}") for i in range(6)]
+    r.analysis.decided_by = []
+    assert report_mod.decided_by_text(r) == "c0, c1, c2, c3 and 2 more"
+    assert "c5 (supported)" in verdict_paragraph(r)  # the paper's own section lists them all

@@ -409,7 +409,13 @@ def decided_by_text(r: PaperReport) -> str:
     """The ids of the deciding checks, for one-line summaries (``"regret-vs-ucb1, trend-in-d"``)."""
     if r.state != "analysed":
         return ""
-    return ", ".join(c.id for c in r.deciding_checks())
+    ids = [c.id for c in r.deciding_checks()]
+    shown = ", ".join(ids[:DECIDED_BY_SHOWN])
+    return shown + (f" and {len(ids) - DECIDED_BY_SHOWN} more" if len(ids) > DECIDED_BY_SHOWN else "")
+
+
+DECIDED_BY_SHOWN = 4
+"""How many deciding check ids a one-line summary names (the paper's section lists them all)."""
 
 
 def code_text(r: PaperReport) -> tuple[str, list[str]]:
