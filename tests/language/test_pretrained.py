@@ -205,9 +205,12 @@ def test_smollm2_is_a_llama_with_a_chat_template_and_greedy_decoding_is_determin
 @pytest.mark.slow
 def test_smollm2_cached_load_equals_uncached_and_is_fast(smollm2_cold_and_warm, monkeypatch):
     (model, tok), (warm, _), cold_s, warm_s, cache = smollm2_cold_and_warm
+    spec = P.BUNDLED_MODELS["smollm2-135m-instruct"]
+    uncached = transformers.AutoModelForCausalLM.from_pretrained(str(P._package_dir(spec)), gguf_file=spec.gguf_file)
     ids = _chat_ids(tok, "Name three colours.")
     with torch.no_grad():
-        assert torch.equal(model(ids).logits, warm(ids).logits)
+        reference = uncached.eval()(ids).logits
+        assert torch.equal(model(ids).logits, reference) and torch.equal(warm(ids).logits, reference)
     assert warm_s < cold_s / 3, f"warm load {warm_s:.1f}s vs cold {cold_s:.1f}s"
 
     def no_dequantise(*a, **k):

@@ -205,6 +205,14 @@ def _dequantise_gguf(source_dir: Path, gguf_file: str, out_dir: Path) -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(str(source_dir), gguf_file=gguf_file)
     model = AutoModelForCausalLM.from_pretrained(str(source_dir), gguf_file=gguf_file)
+    # transformers >= 5 marks a GGUF-loaded model with a "gguf" quantizer and then refuses to save it,
+    # although its weights are already dequantised float tensors: drop the marker (and the config entry,
+    # so the cached copy loads as a plain model).
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    if not all(p.dtype.is_floating_point for p in model.parameters()):
+        raise RuntimeError(f"{gguf_file}: transformers left quantised tensors; cannot cache it as safetensors")
     model.save_pretrained(str(out_dir))  # safetensors
     tokenizer.save_pretrained(str(out_dir))
 
