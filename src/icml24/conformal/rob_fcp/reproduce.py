@@ -562,6 +562,11 @@ REPRODUCTION = Reproduction(
         "rule (what its Nelder-Mead fit effectively does); the closed-form MLE variance is in the ablation.",
         "Histogram bins: min(floor(sH), H-1) (the official code's int(sH)-1 puts s=0 in the last bin).",
         "The non-IID coverage term and the estimator's precision theorem are not implemented.",
+        "Beyond the paper: each kept client's weight in the quantile is capped at 3x the median kept client "
+        "(max_weight_ratio; None restores the paper's weighting). It changes nothing with equal IID sizes, and "
+        "stops a client with a benign-looking histogram that claims an inflated sample count.",
+        "The certificate (Theorem 1) is reported but does not decide the verdict: at our sizes it is valid but "
+        "loose, and undefended FCP is above it too.",
     ),
     scales=("smoke", "quick", "full"),
 )
