@@ -239,3 +239,17 @@ def test_one_line_summaries_name_at_most_four_deciding_checks(ran):
     r.analysis.decided_by = []
     assert report_mod.decided_by_text(r) == "c0, c1, c2, c3 and 2 more"
     assert "c5 (supported)" in verdict_paragraph(r)  # the paper's own section lists them all
+
+
+def test_fmt_mean_std_cells_carry_their_per_seed_values_into_results_json():
+    import math
+    import pickle
+
+    from icml24.common.experiment import MeanStdText, cell_to_json, fmt_mean_std
+
+    text = fmt_mean_std([0.5, 0.7, math.nan])
+    assert text == "0.600 ± 0.141 (n=2)" and isinstance(text, MeanStdText)
+    cell = cell_to_json(text)
+    assert cell["values"] == [0.5, 0.7, None] and cell["mean"] == 0.6 and cell["n"] == 2
+    assert cell_to_json(pickle.loads(pickle.dumps(text))) == cell  # survives process pools
+    assert "values" not in cell_to_json("0.6 ± 0.1 (n=2)")  # a plain string has no values to give

@@ -310,7 +310,7 @@ def cell_to_json(value: JsonValue) -> dict[str, JsonValue]:
 
     A :class:`Cell` gives its numbers; a plain number gives ``value``; a string written by
     :func:`fmt_mean_std` (``"1.23 ± 0.05 (n=3)"``) is parsed back into ``mean``, ``std`` and ``n``
-    (without per-seed values: papers that adopt :func:`numeric_cell` give those too).
+    (with its per-seed values when it is the :class:`MeanStdText` that :func:`fmt_mean_std` returns).
     """
     if isinstance(value, Cell):
         return value.to_dict()
@@ -322,7 +322,12 @@ def cell_to_json(value: JsonValue) -> dict[str, JsonValue]:
     text = str(value)
     m = _MEAN_STD_TEXT.match(text)
     if m:
-        return {"text": text, "mean": float(m.group(1)), "std": float(m.group(2)), "n": int(m.group(3))}
+        out: dict[str, JsonValue] = {"text": text, "mean": float(m.group(1)), "std": float(m.group(2)),
+                                     "n": int(m.group(3))}  # fmt: skip
+        if isinstance(value, MeanStdText):
+            out["values"] = [v if math.isfinite(v) else None for v in value.values]
+            out["spread"] = "sample std (ddof=1) over the values"
+        return out
     return {"text": text}
 
 
@@ -537,12 +542,29 @@ def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
     return float(arr.mean()), std, int(arr.size)
 
 
+class MeanStdText(str):
+    """The text of :func:`fmt_mean_std` that also carries the values it summarises, so that
+    ``results.json`` gets the per-seed values of every paper's tables without a change to their code."""
+
+    values: tuple[float, ...]
+
+    def __new__(cls, text: str, values: Sequence[float | None] = ()) -> MeanStdText:
+        obj = super().__new__(cls, text)
+        obj.values = tuple(math.nan if v is None else float(v) for v in values)
+        return obj
+
+    def __reduce__(self):  # pickles (process pools, Ray) as the same text with its values
+        return (MeanStdText, (str(self), self.values))
+
+
 def fmt_mean_std(values: Sequence[float], digits: int = 3) -> str:
-    """``"1.234 ± 0.056 (n=5)"``: the report's standard cell for a metric over seeds."""
-    m, s, n = mean_std(values)
+    """``"1.234 ± 0.056 (n=5)"``: the report's standard cell for a metric over seeds (the sample std,
+    ddof=1). The returned string carries ``values`` for ``results.json`` (see :class:`MeanStdText`)."""
+    vals = [v for v in values]
+    m, s, n = mean_std(vals)
     if n == 0:
-        return "n/a"
-    return f"{_fmt(m, digits)} ± {_fmt(s, digits)} (n={n})"
+        return MeanStdText("n/a", vals)
+    return MeanStdText(f"{_fmt(m, digits)} ± {_fmt(s, digits)} (n={n})", vals)
 
 
 def _fmt(x: float, digits: int) -> str:

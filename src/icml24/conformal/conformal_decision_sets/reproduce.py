@@ -438,11 +438,17 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             for task, rule in keys:
                 rs = st.get((task, "normal", DEFAULT_K[task], rule, tuple(_BASE["skill"])), [])
                 means.append(np.mean(metric_values(rs, f"acc_{arm}")) if rs else np.nan)
-            a.bar(np.arange(len(keys)) + (j - 1) * width, means, width, label=arm)
+            sds = []
+            for task, rule in keys:
+                rs = st.get((task, "normal", DEFAULT_K[task], rule, tuple(_BASE["skill"])), [])
+                vals = metric_values(rs, f"acc_{arm}")
+                sds.append(np.std(vals, ddof=1) if len(vals) > 1 else 0.0)
+            a.bar(np.arange(len(keys)) + (j - 1) * width, means, width, yerr=sds, capsize=2, label=arm)
         labels = [f"{t}\n{r}" for t, r in keys]
-        a.set_xticks(np.arange(len(keys)), labels)
-        a.set(ylabel="simulated accuracy", title="Simulated participants by decision rule")
-        a.legend()
+        a.set_xticks(np.arange(len(keys)), labels, fontsize=7)
+        a.set(xlabel="task and simulated decision rule", ylabel="simulated accuracy (fraction correct)",
+              title="Simulated participants by decision rule (mean ± std over seeds)")
+        a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         figures.append(Figure("Simulated accuracy per arm and rule", figure_png(fig),
                               "Simulated decision-makers, not people; the ranking of arms depends on the rule."))
 
