@@ -253,3 +253,17 @@ def test_fmt_mean_std_cells_carry_their_per_seed_values_into_results_json():
     assert cell["values"] == [0.5, 0.7, None] and cell["mean"] == 0.6 and cell["n"] == 2
     assert cell_to_json(pickle.loads(pickle.dumps(text))) == cell  # survives process pools
     assert "values" not in cell_to_json("0.6 ± 0.1 (n=2)")  # a plain string has no values to give
+
+
+def test_a_row_lacking_keys_its_sibling_seeds_return_is_an_error_not_a_smaller_table():
+    from icml24.common.experiment import Job, JobResult
+    from icml24.common.report import split_incomplete
+
+    def row(seed, metrics, cfg=None):
+        return JobResult(Job("x", "e", "m:f", cfg or {"a": 1}, seed), "ok", metrics)
+
+    rows = [row(0, {"acc": 1.0, "loss": 0.1}), row(1, {"acc": 0.9}), row(2, {"acc": 0.8, "loss": 0.2}),
+            row(0, {"other": 1.0}, {"a": 2})]  # fmt: skip
+    keep, bad = split_incomplete(rows)
+    assert [r.job.seed for r in bad] == [1] and "loss" in bad[0].error and bad[0].status == "error"
+    assert len(keep) == 3  # another config may return other keys

@@ -153,6 +153,8 @@ def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) 
     stored = store.get_many(jobs)
     ok = [r for r in stored if r is not None and r.status == "ok"]
     errors = [r for r in stored if r is not None and r.status != "ok"]
+    ok, short = split_incomplete(ok)
+    errors += short
     missing = sum(r is None for r in stored)
     state, analysis_error = "analysed", ""
     if not ok:
@@ -185,6 +187,30 @@ def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) 
             fingerprint=combine(store.fingerprint(j) for j in jobs),
         )  # fmt: skip
     return report
+
+
+def split_incomplete(results: list[JobResult]) -> tuple[list[JobResult], list[JobResult]]:
+    """Rows that lack metric keys which the other seeds of the same job config return become errors.
+
+    The same job function with the same config returns the same keys for every seed; a row with fewer
+    (a truncated or hand-edited store, a job that silently skipped its work) would otherwise just shrink
+    the report's tables from n = 3 to n = 2. Complements ``Reproduction.required_metrics``.
+    """
+    groups: dict[tuple[str, str], list[JobResult]] = {}
+    for r in results:
+        groups.setdefault((r.job.experiment, r.job.config_hash), []).append(r)
+    keep, bad = [], []
+    for rows in groups.values():
+        union = set().union(*(r.metrics for r in rows))
+        for r in rows:
+            lacking = sorted(union - set(r.metrics))
+            if lacking:
+                bad.append(JobResult(r.job, "error", {}, r.wall_time,
+                                     f"incomplete row in the store: metrics lack {', '.join(lacking)}, which the "
+                                     "other seeds of this config return; rerun it with --force"))  # fmt: skip
+            else:
+                keep.append(r)
+    return keep, bad
 
 
 def slugs_with_jobs(slugs: list[str], scale: str, seeds: int | None, store: ResultStore) -> list[str]:
