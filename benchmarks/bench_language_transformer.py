@@ -66,7 +66,7 @@ def main() -> None:
     with torch.no_grad():
         for _ in range(repeats):
             d_o.append(_time(lambda: ours.generate(prompts, max_new_tokens=new), 1))
-            d_h.append(_time(lambda: hf.generate(prompts, max_new_tokens=new, do_sample=False, pad_token_id=0,
+            d_h.append(_time(lambda: hf.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=new, do_sample=False, pad_token_id=0,
                                                   min_new_tokens=new), 1))  # fmt: skip
     gen_o, gen_h = 16 * new / min(d_o), 16 * new / min(d_h)
     print(f"KV-cached greedy decoding tokens/s (16 prompts x {new} new): ours {gen_o:,.0f}  "
