@@ -98,8 +98,16 @@ def test_known_missing_only_shrinks():
             assert blocks, f"{slug}: its README.md needs a runnable example under a 'Use it on your data' heading"
 
 
+PAPER_READMES = [r for r in READMES if r[0] != "README.md"]
+
+
+@pytest.mark.parametrize("name,path", PAPER_READMES, ids=[name for name, _ in PAPER_READMES])
+def test_paper_readme_says_whether_its_verdict_could_have_failed(name, path):
+    assert "Could this have failed?" in path.read_text(encoding="utf-8"), f"{name}: add the 'Could this have failed?' line"
+
+
 @pytest.mark.parametrize("name,path", READMES, ids=[name for name, _ in READMES])
-def test_readme_examples_run(name, path, tmp_path, monkeypatch):
+def test_readme_examples_run(name, path, tmp_path, monkeypatch, capsys):
     blocks = example_blocks(path.read_text(encoding="utf-8"))
     if not blocks:
         pytest.skip(f"{name}: no example block yet")
@@ -115,3 +123,4 @@ def test_readme_examples_run(name, path, tmp_path, monkeypatch):
                 pytest.skip(f"{name}: the block at line {line} needs {top} (pip install 'icml24[{OPTIONAL_MODULES[top]}]')")
             raise
     assert os.getcwd() == str(tmp_path)
+    assert capsys.readouterr().out.strip(), f"{name}: the example prints its result"
