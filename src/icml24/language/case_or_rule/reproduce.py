@@ -20,6 +20,7 @@ import numpy as np
 from icml24.common import decide
 from icml24.common.experiment import (
     Analysis,
+    Figure,
     Job,
     JobResult,
     Reproduction,
@@ -31,8 +32,13 @@ from icml24.common.experiment import (
     new_figure,
     seeds_for,
 )
-from icml24.language.case_or_rule.arithmetic_lm import ArithmeticLM, ArithmeticLMConfig, with_overrides
-from icml24.language.corpora.arithmetic import chebyshev_distance, random_split, square_holes
+from icml24.language.case_or_rule.arithmetic_lm import (
+    ArithmeticLM,
+    ArithmeticLMConfig,
+    target_text,
+    with_overrides,
+)
+from icml24.language.corpora.arithmetic import TASKS, chebyshev_distance, random_split, square_holes
 
 SLUG = "case-or-rule"
 GRID = 100
@@ -114,9 +120,6 @@ def run_rfft(config: dict, seed: int) -> dict:
     test_rng = np.random.default_rng(10_000 + seed)
     tests = {d: _pairs_with_digits(test_rng, d, config["n_test"]) for d in range(1, config["test_digits"] + 1)}
     # Room for the longest test trace: the model's position table must cover it.
-    from icml24.language.case_or_rule.arithmetic_lm import target_text
-    from icml24.language.corpora.arithmetic import TASKS
-
     longest = max(len(TASKS["addition"].question(int(a), int(b))) + len(target_text("addition", int(a), int(b), config["fmt"]))
                   for p in tests.values() for a, b in p[:3])  # fmt: skip
     lm = ArithmeticLM(lm_config).fit(train, seed=seed, max_seq_len=longest + 64)
@@ -309,9 +312,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                            tables=lso_tables + rfft_tables, figures=figures)  # fmt: skip
 
 
-def _figure(title: str, fig, caption: str):
-    from icml24.common.experiment import Figure
-
+def _figure(title: str, fig, caption: str) -> Figure:
     return Figure(title, figure_png(fig), caption)
 
 
