@@ -30,6 +30,7 @@ from torch import nn
 __all__ = [
     "Attention",
     "Block",
+    "GroupedNorm",
     "KVCache",
     "MLP",
     "TransformerConfig",
@@ -71,6 +72,9 @@ class TransformerConfig:
     """Normalisation of the pre-LN blocks and the final norm."""
     norm_eps: float = 1e-5
     """Epsilon of the norms."""
+    norm_groups: int = 1
+    """Normalise each of this many equal, contiguous slices of the residual stream on its own (1: the usual
+    norm over all of ``d_model``). Deep Fusion's exact fusion of two models keeps one group per parent."""
     mlp: Literal["swiglu", "gelu"] = "swiglu"
     """Feed-forward type: Llama's SwiGLU ``down(silu(gate x) * up x)`` or GPT's ``down(gelu(up x))``."""
     bias: bool = False
@@ -105,6 +109,9 @@ class TransformerConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.d_ff is not None and (isinstance(self.d_ff, bool) or not isinstance(self.d_ff, int) or self.d_ff < 1):
             raise ValueError(f"d_ff must be a positive int or None, got {self.d_ff!r}")
+        g = self.norm_groups
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1 or self.d_model % g:
+            raise ValueError(f"norm_groups must be a positive int dividing d_model ({self.d_model}), got {g!r}")
         if not (self.rope_theta > 0 and self.norm_eps > 0):
             raise ValueError("rope_theta and norm_eps must be > 0")
 
@@ -128,7 +135,35 @@ class TransformerConfig:
         return asdict(self)
 
 
+class GroupedNorm(nn.Module):
+    """RMSNorm or LayerNorm computed separately over ``groups`` equal slices of the last dimension, with
+    one gain (and bias) vector over the whole of it, so its parameters have the shapes of the ungrouped norm.
+
+    With ``groups=1`` it equals ``nn.RMSNorm`` / ``nn.LayerNorm``; a fused model of Deep Fusion uses one
+    group per parent, which makes the fused norm act on each parent's half exactly as the parent's norm did.
+    """
+
+    def __init__(self, dim: int, groups: int, *, kind: str, eps: float, bias: bool) -> None:
+        super().__init__()
+        if dim % groups:
+            raise ValueError(f"groups ({groups}) must divide dim ({dim})")
+        self.groups, self.kind, self.eps = groups, kind, eps
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias and kind == "layernorm" else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        h = x.reshape(*shape[:-1], self.groups, shape[-1] // self.groups)
+        if self.kind == "layernorm":
+            h = h - h.mean(-1, keepdim=True)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        out = h.reshape(shape) * self.weight
+        return out if self.bias is None else out + self.bias
+
+
 def _norm(config: TransformerConfig, dim: int) -> nn.Module:
+    if config.norm_groups != 1:
+        return GroupedNorm(dim, config.norm_groups, kind=config.norm, eps=config.norm_eps, bias=config.bias)
     if config.norm == "rmsnorm":
         return nn.RMSNorm(dim, eps=config.norm_eps)
     return nn.LayerNorm(dim, eps=config.norm_eps, bias=config.bias)
@@ -461,6 +496,8 @@ def _check_llama_compatible(config: TransformerConfig) -> None:
         bad.append("mlp='swiglu'")
     if config.bias:
         bad.append("bias=False")
+    if config.norm_groups != 1:
+        bad.append("norm_groups=1")
     if bad:
         raise ValueError(f"only Llama-style configs map onto LlamaForCausalLM; needs {', '.join(bad)}")
 
