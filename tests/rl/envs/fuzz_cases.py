@@ -6,6 +6,7 @@ import torch
 from icml24.rl.envs import (
     BatchedDeceptivePointMass,
     BatchedMountainCarContinuous,
+    BatchedMultiGoalPointMass,
     BatchedPendulum,
     DeceptivePointMassEnv,
     PointMassLayout,
@@ -55,6 +56,9 @@ FUZZ_CASES = [
          invalid={"num_envs": BAD_N, "goal_velocity": NONFINITE + [-0.1], "max_episode_steps": BAD_STEPS}),
     dict(fn=BatchedDeceptivePointMass, kwargs={"num_envs": 4, "max_episode_steps": 100},
          invalid={"num_envs": BAD_N, "layout": [{"goal": (0, 0)}, "open"], "max_episode_steps": BAD_STEPS}),
+    dict(fn=BatchedMultiGoalPointMass, kwargs={"num_envs": 4, "goals": ((1.0, 1.0), (-1.0, -1.0))},
+         invalid={"num_envs": BAD_N, "goals": [(), ((1.0,),), ((1.0, float("nan")),), "corners", None],
+                  "layout": [{"goal": (0, 0)}, "open"], "max_episode_steps": BAD_STEPS}),
     dict(fn=pendulum_step, args=(torch.zeros(3, 1),),
          invalid={"actions": [torch.zeros(2, 1), torch.zeros(3), torch.full((3, 1), float("nan")),
                               torch.tensor([[0.0], [float("inf")], [0.0]]), np.full((3, 1), np.nan), "left",

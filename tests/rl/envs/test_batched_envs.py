@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 from icml24.rl.envs import (
     BatchedDeceptivePointMass,
     BatchedMountainCarContinuous,
+    BatchedMultiGoalPointMass,
     BatchedPendulum,
     DeceptivePointMassEnv,
     PointMassLayout,
 )
 
-ALL = [BatchedPendulum, BatchedMountainCarContinuous, BatchedDeceptivePointMass]
+ALL = [BatchedPendulum, BatchedMountainCarContinuous, BatchedDeceptivePointMass, BatchedMultiGoalPointMass]
 
 
 def _trajectories_match(batched, gym_id: str, n: int, steps: int, act_scale: float, rtol: float) -> None:
@@ -273,3 +274,62 @@ def test_numpy_view_shares_memory_on_cpu() -> None:
     assert t[0].item() == 1.0
     with pytest.raises(TypeError, match="env"):
         numpy_view(object())
+
+
+# ---- the multi-goal point mass -------------------------------------------------------------------------------
+
+
+def test_multi_goal_point_mass_matches_the_single_goal_task_per_task() -> None:
+    """Same dynamics and decoy as the single-goal env; only the env's own goal pays and terminates."""
+    goals = ((-3.3, 3.3), (3.3, -3.3))
+    multi = BatchedMultiGoalPointMass(num_envs=64, goals=goals, dtype=torch.float64)
+    multi.reset(seed=0)
+    task = multi.task().clone()
+    assert set(task.tolist()) == {0, 1}
+    singles = [BatchedDeceptivePointMass(num_envs=64, layout=PointMassLayout(goal=g, walls=()), dtype=torch.float64)
+               for g in goals]  # fmt: skip
+    for env in singles:
+        env.reset(seed=0)
+        env.state = multi.state[:, :5]
+    g = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        a = torch.rand(64, 2, generator=g, dtype=torch.float64) * 2.4 - 1.2
+        obs, rew, term, _, info = multi.step(a)
+        outs = [env.step(a) for env in singles]
+        for k, (o, r, te, _, inf) in enumerate(outs):
+            mine = task == k
+            assert torch.equal(rew[mine], r[mine]) and torch.equal(term[mine], te[mine])
+            if "final_obs" in info:
+                fin = info["_final_obs"] & mine
+                assert torch.allclose(info["final_obs"][fin, :5], inf["final_obs"][fin])
+            elif mine.any():
+                assert torch.allclose(obs[mine, :5], o[mine])
+        if term.any() or "final_obs" in info:
+            break  # an autoreset draws a new task: the single-goal twins no longer track
+        task = multi.task().clone()
+
+
+def test_multi_goal_point_mass_pays_only_its_own_goal_and_shows_it_one_hot() -> None:
+    env = BatchedMultiGoalPointMass(num_envs=4, goals=((0.0, 1.0), (0.0, -1.0)))
+    obs, _ = env.reset(seed=1)
+    onehot = obs[:, 5:]
+    assert torch.equal(onehot.sum(1), torch.ones(4)) and torch.equal(onehot.argmax(1), env.task())
+    env.state[:, 0:2] = torch.tensor([[0.0, 0.95], [0.0, 0.95], [0.0, -0.95], [0.0, -0.95]])
+    env.state[:, 2:4] = 0.0
+    env.state[:, 5] = torch.tensor([0.0, 1.0, 0.0, 1.0])
+    _, rew, term, _, info = env.step(torch.zeros(4, 2))
+    # env 0 is in its goal, env 3 too; env 1 and 2 sit in the other task's goal: no pay, no end
+    assert term.tolist() == [True, False, False, True]
+    assert rew[[0, 3]].tolist() == [20.0, 20.0] and rew[1].item() == 0.0
+    assert info["_final_obs"].tolist() == [True, False, False, True]
+    assert env.elapsed_steps.tolist() == [0, 1, 1, 0]
+
+
+def test_multi_goal_point_mass_draws_tasks_uniformly_and_rejects_bad_goals() -> None:
+    env = BatchedMultiGoalPointMass(num_envs=8000)
+    env.reset(seed=0)
+    counts = torch.bincount(env.task(), minlength=4).float() / 8000
+    assert torch.allclose(counts, torch.full((4,), 0.25), atol=0.02)
+    for bad in ((), ((1.0,),), ((1.0, float("nan")),), "corners"):
+        with pytest.raises((TypeError, ValueError), match="goals"):
+            BatchedMultiGoalPointMass(num_envs=2, goals=bad)

@@ -9,7 +9,12 @@ Gymnasium's numpy-only vector wrappers (``RecordEpisodeStatistics``, ``Normalize
 from icml24.rl.envs.batched import TorchVectorEnv, numpy_view
 from icml24.rl.envs.mountain_car import BatchedMountainCarContinuous
 from icml24.rl.envs.pendulum import BatchedPendulum
-from icml24.rl.envs.point_mass import BatchedDeceptivePointMass, DeceptivePointMassEnv, PointMassLayout
+from icml24.rl.envs.point_mass import (
+    BatchedDeceptivePointMass,
+    BatchedMultiGoalPointMass,
+    DeceptivePointMassEnv,
+    PointMassLayout,
+)
 
 __all__ = [
     "TorchVectorEnv",
@@ -17,6 +22,7 @@ __all__ = [
     "BatchedPendulum",
     "BatchedMountainCarContinuous",
     "BatchedDeceptivePointMass",
+    "BatchedMultiGoalPointMass",
     "DeceptivePointMassEnv",
     "PointMassLayout",
 ]

@@ -30,7 +30,7 @@ from gymnasium import spaces
 from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
 
-__all__ = ["PointMassLayout", "BatchedDeceptivePointMass", "DeceptivePointMassEnv"]
+__all__ = ["PointMassLayout", "BatchedDeceptivePointMass", "DeceptivePointMassEnv", "BatchedMultiGoalPointMass"]
 
 
 @dataclass(frozen=True)
@@ -199,3 +199,100 @@ class DeceptivePointMassEnv(gym.Env):
         reward = lay.goal_reward * in_goal + lay.decoy_reward * in_decoy
         return self._obs(), float(reward), bool(in_goal), self._t >= self.max_episode_steps, {}
 
+
+
+DEFAULT_MULTI_GOALS: tuple[tuple[float, float], ...] = ((-3.3, 3.3), (3.3, 3.3), (3.3, -3.3), (-3.3, -3.3))
+"""The four goal discs of :class:`BatchedMultiGoalPointMass`: the corners of the single-goal task's arena."""
+
+
+class BatchedMultiGoalPointMass(TorchVectorEnv):
+    """K deceptive point-mass tasks in one env: each episode draws which of K far goals pays.
+
+    The dynamics, arena, walls and decoy are those of :class:`BatchedDeceptivePointMass` (``layout``; its
+    ``goal`` is ignored). At each reset a task ``k`` is drawn uniformly from ``goals`` and shown to the agent as
+    a one-hot; entering goal disc ``k`` (radius ``layout.goal_radius``) pays ``layout.goal_reward`` and
+    terminates, the other goal discs pay nothing. Every task has the same decoy next to the start, so each one
+    is the single-goal exploration problem in another direction, and a policy's return averages over K
+    discoveries instead of one: a seed's evaluation return is a graded (k / K) measure of how much it explored,
+    which is what a comparison over seeds needs (the single-goal return is two-valued, about 20 or about 9).
+
+    State ``(x, y, v_x, v_y, t, k)``; observation ``(x / 3, y / 3, v_x, v_y, t / H, onehot(k))``.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        goals: Sequence[tuple[float, float]] = DEFAULT_MULTI_GOALS,
+        layout: PointMassLayout | None = None,
+        max_episode_steps: int = 100,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.layout = layout if layout is not None else PointMassLayout(walls=())
+        if not isinstance(self.layout, PointMassLayout):
+            raise TypeError(f"layout must be a PointMassLayout, got {type(layout).__name__}")
+        if not isinstance(goals, (tuple, list)) or len(goals) < 1:
+            raise TypeError(f"goals must be a non-empty sequence of (x, y) pairs, got {goals!r}")
+        for g in goals:
+            if not isinstance(g, (tuple, list)) or len(g) != 2:
+                raise TypeError(f"goals must be a non-empty sequence of (x, y) pairs, got {goals!r}")
+            for v in g:
+                _checks.real("goals", v)
+        self.goals = tuple((float(g[0]), float(g[1])) for g in goals)
+        k = len(self.goals)
+        high = np.concatenate([[2.0, 2.0, 5.0, 5.0, 1.0], np.ones(k)]).astype(np.float32)
+        low = np.concatenate([[-2.0, -2.0, -5.0, -5.0, 0.0], np.zeros(k)]).astype(np.float32)
+        self.single_observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
+        self.single_action_space = spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)
+        self._horizon = max_episode_steps
+        self.num_goals = k
+        # set before super().__init__, which samples the first state
+        self._goal_xy = torch.tensor(self.goals, device=torch.device(device), dtype=dtype).T.contiguous()  # [2, K]
+        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        lay = self.layout
+        self._decoy = torch.tensor(lay.decoy, device=self.device, dtype=dtype)
+        self._walls = torch.tensor(lay.walls, device=self.device, dtype=dtype).reshape(-1, 4)
+
+    def _sample_initial_state(self, n: int) -> torch.Tensor:
+        s = self.layout.start_noise
+        state = torch.zeros(6, n, device=self.device, dtype=self.dtype)
+        state[0:2] = self._uniform(n, [-s, -s], [s, s])
+        task = torch.randint(self.num_goals, (n,), generator=self.generator, device=self.device)
+        state[5] = task.to(self.dtype)
+        return state
+
+    def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        lay = self.layout
+        p, v = state[0:2], state[2:4]
+        v.mul_(_DAMPING).add_(action.T, alpha=_ACCEL)
+        if self._walls.shape[0]:
+            p_new = torch.add(p, v, alpha=_DT).clamp_(-lay.half_width, lay.half_width)
+            x, y = p_new[0:1], p_new[1:2]
+            w = self._walls[:, :, None]
+            hit = ((x >= w[:, 0]) & (x <= w[:, 2]) & (y >= w[:, 1]) & (y <= w[:, 3])).any(dim=0)
+            p.copy_(torch.where(hit, p, p_new))
+            v.masked_fill_(hit, 0.0)
+        else:
+            p.add_(v, alpha=_DT).clamp_(-lay.half_width, lay.half_width)
+        state[4].add_(1.0)
+        goal = self._goal_xy[:, state[5].long()]  # [2, N]: each env's own goal
+        d = torch.sub(p, goal).square_()
+        in_goal = torch.add(d[0], d[1]) < lay.goal_radius**2
+        d = torch.sub(p, self._decoy[:, None]).square_()
+        reward = (torch.add(d[0], d[1]) < lay.decoy_radius**2).to(self.dtype).mul_(lay.decoy_reward)
+        reward.add_(in_goal.to(self.dtype), alpha=lay.goal_reward)
+        return reward, in_goal
+
+    def _observe(self, state: torch.Tensor) -> torch.Tensor:
+        n = state.shape[1]
+        obs = torch.zeros(n, 5 + self.num_goals, device=state.device, dtype=state.dtype)
+        obs[:, :5].T.copy_(state[:5])
+        obs[:, 0:2].mul_(1.0 / 3.0)
+        obs[:, 4].mul_(1.0 / self._horizon)
+        obs.scatter_(1, state[5].long()[:, None] + 5, 1.0)
+        return obs
+
+    def task(self) -> torch.Tensor:
+        """Each env's current task index ``k`` (``[num_envs]``, long)."""
+        return self._state[5].long()
