@@ -20,6 +20,7 @@ from icml24.language.training import (
     causal_lm_labels,
     cosine_with_warmup,
     lm_loss,
+    mask_tokens,
     train_lm,
 )
 from icml24.language.transformer import (
@@ -50,6 +51,7 @@ __all__ = [
     "last_number",
     "lm_loss",
     "load_pretrained",
+    "mask_tokens",
     "model_dir",
     "perplexity",
     "to_hf_llama",

@@ -24,6 +24,7 @@ __all__ = [
     "causal_lm_labels",
     "cosine_with_warmup",
     "lm_loss",
+    "mask_tokens",
     "train_lm",
 ]
 
@@ -108,6 +109,52 @@ def causal_lm_labels(
                              f"got {tuple(loss_mask.shape)}")  # fmt: skip
         keep[:, :-1] &= loss_mask[:, 1:].bool()
     return labels.masked_fill(~keep, IGNORE_INDEX)
+
+
+def mask_tokens(
+    input_ids: torch.Tensor,
+    *,
+    mask_id: int,
+    vocab_size: int,
+    generator: torch.Generator,
+    mask_prob: float = 0.15,
+    first_regular_id: int = 5,
+    attention_mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masked-LM corruption (Devlin et al., 2019, Section 3.1): ``(corrupted_ids, labels)``.
+
+    Each real token is chosen with probability ``mask_prob``; a chosen token becomes ``mask_id`` with
+    probability 0.8, a random regular token (ids ``first_regular_id .. vocab_size - 1``, i.e. not a special
+    token) with 0.1, and stays with 0.1. ``labels`` hold the original id at chosen positions and
+    ``IGNORE_INDEX`` elsewhere (padding, ``attention_mask == 0``, is never chosen).
+    """
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int64, torch.int32):
+        raise TypeError("input_ids must be an integer torch.Tensor")
+    if not (isinstance(mask_prob, (int, float)) and 0.0 < mask_prob < 1.0):
+        raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob!r}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
+        raise ValueError(f"vocab_size must be an int >= 2, got {vocab_size!r}")
+    if isinstance(first_regular_id, bool) or not isinstance(first_regular_id, int) or not 0 <= first_regular_id < vocab_size:
+        raise ValueError(f"first_regular_id must be an int in [0, vocab_size), got {first_regular_id!r}")
+    if isinstance(mask_id, bool) or not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
+        raise ValueError(f"mask_id must be an int in [0, vocab_size), got {mask_id!r}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    shape = input_ids.shape
+    chosen = torch.rand(shape, generator=generator) < mask_prob
+    if attention_mask is not None:
+        if attention_mask.shape != shape:
+            raise ValueError(f"attention_mask must have the shape of input_ids {tuple(shape)}, "
+                             f"got {tuple(attention_mask.shape)}")  # fmt: skip
+        chosen &= attention_mask.bool()
+    action = torch.rand(shape, generator=generator)
+    random_ids = torch.randint(first_regular_id, vocab_size, shape, generator=generator, dtype=input_ids.dtype)
+    corrupted = input_ids.clone()
+    corrupted[chosen & (action < 0.8)] = mask_id
+    swap = chosen & (action >= 0.8) & (action < 0.9)
+    corrupted[swap] = random_ids[swap]
+    labels = input_ids.masked_fill(~chosen, IGNORE_INDEX)
+    return corrupted, labels
 
 
 def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

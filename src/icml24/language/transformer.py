@@ -13,7 +13,8 @@ no biases) maps weight for weight onto ``transformers.LlamaForCausalLM``: :func:
 
 Papers replace parts through plain module surgery: every block is a :class:`Block` with ``self_attn`` and
 ``mlp`` attributes; ``mlp_factory(config, layer_index)`` builds each block's feed-forward module (SpikeLM
-puts spiking neurons there, memvp extra key-value memory slots).
+puts spiking neurons there, memvp extra key-value memory slots), and ``attention_factory(config,
+layer_index)`` builds each block's self-attention (SpikeLM spikes its inputs, keys and values).
 """
 
 from __future__ import annotations
@@ -267,15 +268,23 @@ class MLP(nn.Module):
 
 
 MLPFactory = Callable[[TransformerConfig, int], nn.Module]
+AttentionFactory = Callable[[TransformerConfig, int], nn.Module]
+"""``(config, layer_index) -> module`` with :class:`Attention`'s ``forward(x, mask, rope, cache)``."""
 
 
 class Block(nn.Module):
     """Pre-LN block: ``x + attn(norm(x))`` then ``x + mlp(norm(x))``."""
 
-    def __init__(self, config: TransformerConfig, layer_index: int, mlp_factory: MLPFactory | None = None) -> None:
+    def __init__(
+        self,
+        config: TransformerConfig,
+        layer_index: int,
+        mlp_factory: MLPFactory | None = None,
+        attention_factory: AttentionFactory | None = None,
+    ) -> None:
         super().__init__()
         self.input_layernorm = _norm(config, config.d_model)
-        self.self_attn = Attention(config, layer_index)
+        self.self_attn = (attention_factory or Attention)(config, layer_index)
         self.post_attention_layernorm = _norm(config, config.d_model)
         self.mlp = (mlp_factory or MLP)(config, layer_index)
         self.dropout = nn.Dropout(config.dropout)
@@ -291,9 +300,16 @@ class TransformerLM(nn.Module):
     Args:
         config: the shape (see :class:`TransformerConfig`).
         mlp_factory: optional ``(config, layer_index) -> nn.Module`` replacing :class:`MLP` in each block.
+        attention_factory: optional ``(config, layer_index) -> nn.Module`` replacing :class:`Attention`.
     """
 
-    def __init__(self, config: TransformerConfig, *, mlp_factory: MLPFactory | None = None) -> None:
+    def __init__(
+        self,
+        config: TransformerConfig,
+        *,
+        mlp_factory: MLPFactory | None = None,
+        attention_factory: AttentionFactory | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
@@ -303,7 +319,7 @@ class TransformerLM(nn.Module):
             nn.Embedding(config.max_seq_len, config.d_model) if config.positions == "learned" else None
         )
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(Block(config, i, mlp_factory) for i in range(config.n_layers))
+        self.layers = nn.ModuleList(Block(config, i, mlp_factory, attention_factory) for i in range(config.n_layers))
         self.norm = _norm(config, config.d_model)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
