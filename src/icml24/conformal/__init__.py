@@ -13,10 +13,16 @@ from icml24.conformal.metrics import (
     size_stratified_coverage,
     size_stratified_coverage_violation,
 )
-from icml24.conformal.predictor import SmallCalibrationWarning, SplitConformalClassifier, min_calibration_size
+from icml24.conformal.predictor import (
+    PRECOMPUTED,
+    SmallCalibrationWarning,
+    SplitConformalClassifier,
+    min_calibration_size,
+)
 from icml24.conformal.scores import SCORES, aps_scores, lac_scores, raps_scores, score_function
 
 __all__ = [
+    "PRECOMPUTED",
     "SCORES",
     "SmallCalibrationWarning",
     "SplitConformalClassifier",

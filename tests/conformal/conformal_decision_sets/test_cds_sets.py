@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import NotFittedError
 
 from icml24.conformal import conformal_quantile, raps_scores
 from icml24.conformal.conformal_decision_sets import (
@@ -61,7 +62,7 @@ def test_smallest_k_for_alpha_is_strict_at_equality():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_coverage_matched_on_calibration_and_never_empty(k, seed):
     p, y = _probs(seed)
-    cms = CoverageMatchedSets(k=k, lam=0.5, k_reg=4, random_state=seed).fit(p, y)
+    cms = CoverageMatchedSets("precomputed", k=k, lam=0.5, k_reg=4, random_state=seed).fit(p, y)
     # recompute the displayed calibration coverage with the calibration U's: top label or score <= qhat
     covered = (p.argmax(1) == y) | (cms.calibration_scores_ <= cms.qhat_)
     target = cms.topk_coverage_cal_
@@ -69,17 +70,17 @@ def test_coverage_matched_on_calibration_and_never_empty(k, seed):
     assert covered.mean() - target < 1 / len(y) + 1e-12  # matched up to one calibration point
     # minimal: one rank lower would fall short
     assert ((p.argmax(1) == y) | (cms.calibration_scores_ < cms.qhat_)).mean() < target or np.isinf(cms.qhat_)
-    sets = cms.conformal(p)
+    sets = cms.predict_set(p)
     assert sets.any(axis=1).all()
     assert cms.alpha_ == pytest.approx(1 - target)
 
 
 def test_match_alpha_uses_the_conformal_quantile_and_quantile_rules():
     p, y = _probs(4)
-    a = CoverageMatchedSets(k=2, match="alpha", random_state=3).fit(p, y)
+    a = CoverageMatchedSets("precomputed", k=2, match="alpha", random_state=3).fit(p, y)
     s = raps_scores(p, y, lam=0.5, k_reg=5, randomized=True, rng=np.random.default_rng(3))
     assert a.qhat_ == conformal_quantile(s, a.alpha_)
-    h = CoverageMatchedSets(k=2, match="alpha", quantile_rule="higher", random_state=3).fit(p, y)
+    h = CoverageMatchedSets("precomputed", k=2, match="alpha", quantile_rule="higher", random_state=3).fit(p, y)
     assert h.qhat_ == float(np.quantile(s, 1 - h.alpha_, method="higher"))
     assert h.qhat_ <= a.qhat_  # without the (n+1) correction the threshold is never higher
 
@@ -91,8 +92,8 @@ def test_matched_sets_hold_coverage_on_fresh_data_and_adapt():
     logits = rng.normal(size=(n, k_cls)) * 2.5
     p = temperature_softmax(logits)
     y = np.minimum((rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(1), k_cls - 1)  # calibrated model
-    cms = CoverageMatchedSets(k=2, lam=0.1, k_reg=4, random_state=1).fit(p[:2000], y[:2000])
-    conf, topk = cms.conformal(p[2000:]), cms.topk(p[2000:])
+    cms = CoverageMatchedSets("precomputed", k=2, lam=0.1, k_reg=4, random_state=1).fit(p[:2000], y[:2000])
+    conf, topk = cms.predict_set(p[2000:]), cms.predict_topk(p[2000:])
     yt = y[2000:]
     cov_c = conf[np.arange(2000), yt].mean()
     cov_t = topk[np.arange(2000), yt].mean()
@@ -111,17 +112,17 @@ def test_display_order_is_by_class_id():
 def test_bad_input():
     p, y = _probs(0, n=50, k=5)
     with pytest.raises(ValueError, match="k must be"):
-        CoverageMatchedSets(k=6).fit(p, y)
+        CoverageMatchedSets("precomputed", k=6).fit(p, y)
     with pytest.raises(ValueError, match="match"):
-        CoverageMatchedSets(match="size").fit(p, y)
-    with pytest.raises(ValueError, match="alpha"):
-        CoverageMatchedSets(k=5).fit(p, y)  # top-5 of 5 classes covers everything: alpha = 0
-    with pytest.raises(ValueError, match="labels_cal"):
-        CoverageMatchedSets(k=2).fit(p, np.full(50, 7))
-    with pytest.raises(RuntimeError, match="fit"):
-        CoverageMatchedSets().conformal(p)
-    fitted = CoverageMatchedSets(k=2).fit(p, y)
-    for method in (fitted.conformal, fitted.topk):
+        CoverageMatchedSets("precomputed", match="size").fit(p, y)
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 4\]"):
+        CoverageMatchedSets("precomputed", k=5).fit(p, y)  # top-5 of 5 classes holds every label
+    with pytest.raises(ValueError, match="y must be class indices"):
+        CoverageMatchedSets("precomputed", k=2).fit(p, np.full(50, 7))
+    with pytest.raises(NotFittedError, match="fit"):
+        CoverageMatchedSets().predict_set(p)
+    fitted = CoverageMatchedSets("precomputed", k=2).fit(p, y)
+    for method in (fitted.predict_set, fitted.predict_topk):
         with pytest.raises(ValueError, match=r"shape \(n_samples, 5\)"):
             method(p[:, :4] / p[:, :4].sum(1, keepdims=True))  # 4 classes, calibrated on 5
     with pytest.raises(ValueError, match="sum to 1"):
@@ -131,11 +132,12 @@ def test_bad_input():
 def test_is_a_sklearn_estimator():
     from sklearn.base import clone
 
-    cms = CoverageMatchedSets(2, lam=0.1, k_reg=3, match="alpha", random_state=4)
+    cms = CoverageMatchedSets("precomputed", k=2, lam=0.1, k_reg=3, match="alpha", random_state=4)
     params = cms.get_params()
-    assert params == {"k": 2, "lam": 0.1, "k_reg": 3, "randomized": True, "allow_empty": False, "match": "alpha",
-                      "quantile_rule": "finite_sample", "random_state": 4}
+    assert params == {"estimator": "precomputed", "k": 2, "lam": 0.1, "k_reg": 3, "randomized": True,
+                      "allow_empty": False, "match": "alpha", "quantile_rule": "finite_sample", "prefit": False,
+                      "calibration_size": 0.25, "random_state": 4}
     p, y = _probs(2)
-    a = clone(cms).fit(p, y).conformal(p)
-    b = clone(cms).fit(p, y).conformal(p)
+    a = clone(cms).fit(p, y).predict_set(p)
+    b = clone(cms).fit(p, y).predict_set(p)
     np.testing.assert_array_equal(a, b)

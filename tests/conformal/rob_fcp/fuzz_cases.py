@@ -10,6 +10,7 @@ VECTORS = rf.client_histograms(CLIENTS, 10)
 DIST = rf.pairwise_distances(VECTORS)
 COUNTS = [rf.score_histogram(c, 20, normalize=False) for c in CLIENTS]
 LABELS = np.array([0, 1, 2] * 20)
+PROBS = np.full((60, 3), 0.1) + 0.7 * np.eye(3)[LABELS]
 BAD_INT = [0, -1, 2.5, "3", None]
 BAD_ALPHA = [0.0, 1.0, -0.1, "x"]
 BAD_SCORES = [np.array([0.1, np.nan]), np.array([0.5, 1.5]), np.ones((2, 2)), np.array([])]
@@ -50,8 +51,11 @@ FUZZ_CASES = [
                   "n_bins": BAD_INT, "neighbor_mode": ["x"], "quantile_bins": [0, 1.5],
                   "max_weight_ratio": [0.5, "x"]}),
     dict(fn=rf.select_clients, args=(VECTORS, 1), invalid={"vectors": [np.ones(3)], "n_malicious": [-1, 3]}),
-    dict(fn=rf.RobustFederatedConformal(alpha=0.1, n_bins=10, n_malicious=1).fit, args=(CLIENTS,),
+    dict(fn=rf.RobustFederatedConformal("precomputed", n_bins=10, n_malicious=1).conformalize_scores, args=(CLIENTS,),
          invalid={"client_scores": [np.zeros(5), [], 3]}, covers=(rf.RobustFederatedConformal,)),
+    dict(fn=rf.RobustFederatedConformal("precomputed", n_bins=10).fit, args=(PROBS, LABELS),
+         kwargs={"clients": np.arange(60) % 3},
+         invalid={"X": [PROBS * 2, np.ones(3)], "y": [LABELS + 5], "clients": [np.arange(5), np.ones((60, 2))]}),
     dict(fn=rf.aggregate_histograms, args=(COUNTS,), kwargs={"n_bins": 10, "refine": 2, "n_malicious": 1},
          invalid={"alpha": BAD_ALPHA, "n_bins": BAD_INT, "refine": BAD_INT, "n_malicious": [-1, 1.5, "1"],
                   "num_examples": [[1, 2]], "max_weight_ratio": [0.5, "x"]},

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from icml24.common.experiment import execute_job
 from icml24.conformal.rob_fcp import RobustFederatedConformal, apply_attack
@@ -51,16 +52,17 @@ def test_estimator_api_under_attack_and_bad_calls():
     rng = np.random.default_rng(0)
     clients = [rng.beta(2, 5, size=100) for _ in range(12)]
     attacked = apply_attack(clients, [2, 7, 9], "efficiency")
-    model = RobustFederatedConformal(alpha=0.1, n_bins=20).fit(attacked)
+    model = RobustFederatedConformal("precomputed", confidence_level=0.9, n_bins=20).conformalize_scores(attacked)
     assert model.n_malicious_ == 3
     np.testing.assert_array_equal(model.malicious_clients_, [2, 7, 9])
-    sets = model.predict_sets(np.array([[0.1, 0.5, 0.99]]))
-    assert sets.tolist() == [[True, True, False]]
+    assert 0.4 < model.qhat_ < 0.65  # the 90% quantile of Beta(2, 5) is 0.51
+    sets = model.predict_set(np.array([[0.6, 0.35, 0.05]]))  # LAC scores 0.4, 0.65, 0.95
+    assert sets.tolist() == [[True, False, False]]
     assert model.get_params()["n_bins"] == 20
-    with pytest.raises(RuntimeError, match="not fitted"):
-        RobustFederatedConformal().predict_sets(np.zeros((1, 2)))
+    with pytest.raises(NotFittedError, match="before predict_set"):
+        RobustFederatedConformal().predict_set(np.zeros((1, 2)))
     with pytest.raises(ValueError, match="sequence"):
-        RobustFederatedConformal().fit(np.zeros(5))
+        RobustFederatedConformal().conformalize_scores(np.zeros(5))
 
 
 def _attack_result(attack, frac, fcp, rob, seed=0):

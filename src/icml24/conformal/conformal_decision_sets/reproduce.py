@@ -64,6 +64,7 @@ from icml24.conformal.conformal_decision_sets.trial_data import (
     find_trial_folder,
     load_trial_results,
 )
+from icml24.conformal.predictor import PRECOMPUTED
 from icml24.conformal.scores import aps_scores, lac_scores
 
 SLUG = "conformal-decision-sets"
@@ -142,15 +143,15 @@ def run_set_construction(config: dict, seed: int) -> dict:
     k = int(config["k"])
     p_cal, y_cal, p_test, y_test = data["p_cal"], data["y_cal"], data["p_test"], data["y_test"]
     n_classes = p_test.shape[1]
-    cms = CoverageMatchedSets(k=k, lam=config["lam"], k_reg=config["k_reg"], random_state=seed).fit(p_cal, y_cal)
-    conf = cms.conformal(p_test)
-    topk = cms.topk(p_test)
+    cms = CoverageMatchedSets(PRECOMPUTED, k=k, lam=config["lam"], k_reg=config["k_reg"], random_state=seed).fit(p_cal, y_cal)
+    conf = cms.predict_set(p_test)
+    topk = cms.predict_topk(p_test)
     sizes = conf.sum(axis=1)
     wrong = p_test.argmax(axis=1) != y_test
     # the paper's flow (alpha = 1 - c_k, finite-sample quantile), displayed never empty: over-covers
-    alpha_flow = CoverageMatchedSets(k=k, lam=config["lam"], k_reg=config["k_reg"], match="alpha",
+    alpha_flow = CoverageMatchedSets(PRECOMPUTED, k=k, lam=config["lam"], k_reg=config["k_reg"], match="alpha",
                                      random_state=seed).fit(p_cal, y_cal)
-    conf_alpha = alpha_flow.conformal(p_test)
+    conf_alpha = alpha_flow.predict_set(p_test)
     alpha = cms.alpha_
     q_aps = conformal_quantile(aps_scores(p_cal, y_cal, randomized=True, rng=seed), alpha)
     aps = sets_from_probs(p_test, q_aps, score="aps", randomized=True, rng=seed + 1, allow_empty=False)
@@ -187,9 +188,9 @@ def run_set_construction(config: dict, seed: int) -> dict:
 def run_simulated_trial(config: dict, seed: int) -> dict:
     """A simulated randomised trial: control vs top-k vs conformal arms, simulated participants."""
     data = build_task(config["task"], seed, config.get("model", "normal"))
-    cms = CoverageMatchedSets(k=int(config["k"]), lam=config["lam"], k_reg=config["k_reg"],
+    cms = CoverageMatchedSets(PRECOMPUTED, k=int(config["k"]), lam=config["lam"], k_reg=config["k_reg"],
                               random_state=seed).fit(data["p_cal"], data["y_cal"])
-    conf, topk = cms.conformal(data["p_test"]), cms.topk(data["p_test"])
+    conf, topk = cms.predict_set(data["p_test"]), cms.predict_topk(data["p_test"])
     c = cms.topk_coverage_cal_
     human = HumanModel(rule=config["rule"], noise_sd=config["noise_sd"], skill_low=config["skill"][0],
                        skill_high=config["skill"][1])

@@ -22,10 +22,12 @@ correction); we offer that rule as ``quantile_rule="higher"`` and default to the
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from icml24.conformal import check_alpha, check_labels, check_probs, conformal_quantile, raps_scores
 from icml24.conformal.calibration import sets_from_probs
+from icml24.conformal.predictor import ConformalSetClassifierBase
+from icml24.conformal.scores import check_raps_params
 
 __all__ = [
     "CoverageMatchedSets",
@@ -62,9 +64,9 @@ def temperature_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndar
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _check_k(k: int, n_classes: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n_classes:
-        raise ValueError(f"k must be an integer in [1, {n_classes}], got {k!r}")
+def _check_k(k: int, k_max: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= k_max:
+        raise ValueError(f"k must be an integer in [1, {k_max}], got {k!r}")
     return int(k)
 
 
@@ -115,15 +117,26 @@ def display_order(sets: np.ndarray) -> list[list[int]]:
     return [np.flatnonzero(row).tolist() for row in s]
 
 
-class CoverageMatchedSets(BaseEstimator):
-    """Top-k sets and RAPS conformal sets with the same calibration coverage (Section 3 of the paper).
+class CoverageMatchedSets(ConformalSetClassifierBase):
+    """Top-k sets and RAPS conformal sets with the same calibration coverage (Section 3 of the paper), as a
+    scikit-learn classifier around any classifier with ``predict_proba``.
 
-    Call :meth:`fit` on calibration probabilities and labels, then :meth:`topk` and :meth:`conformal` on test
-    probabilities. A scikit-learn style estimator: hyperparameters stored unchanged, checks in ``fit``,
-    fitted attributes end in ``_`` (``alpha_``, ``topk_coverage_cal_``, ``qhat_``, ``calibration_scores_``).
+    The same stages as :class:`~icml24.conformal.SplitConformalClassifier` (MAPIE 1.x's names): the one-call
+    ``fit(X, y)`` fits a clone of ``estimator`` on a ``1 - calibration_size`` share and calibrates on the rest;
+    or ``fit`` (``calibration_size=None``) / ``prefit=True``, then ``conformalize(X_cal, y_cal)``. Then
+    :meth:`predict_set` gives the conformal arm of the trial and :meth:`predict_topk` the top-k arm;
+    ``predict`` is the model's top label and ``score`` the size-penalised coverage of the conformal sets.
+    With ``estimator="precomputed"``, ``X`` already holds the model's probabilities (n, n_classes) (what the
+    trial had: the softmax of a fixed network), labels are column indices and ``fit`` calibrates on all of it.
+
+    The matched level is derived, not set: ``alpha_ = 1 - c_k`` with ``c_k`` the top-k coverage on the
+    calibration data, so there is no ``confidence_level`` parameter.
 
     Args:
-        k: size of the top-k sets; the paper's default flow picks ``k`` first and derives ``alpha`` from it.
+        estimator: a classifier with ``fit``, ``predict_proba``, ``classes_`` (default
+            ``LogisticRegression()``), or ``"precomputed"``.
+        k: size of the top-k sets, ``1 <= k < n_classes``; the paper's flow picks ``k`` first and derives
+            ``alpha`` from it.
         lam: RAPS penalty (0.5 for all three tasks in the official config).
         k_reg: RAPS unpenalised ranks (4 for Go-Emotions, 5 for ObjectNet and Few-NERD).
         randomized: randomised RAPS scores, as in the official code.
@@ -141,30 +154,46 @@ class CoverageMatchedSets(BaseEstimator):
             when the sets must be valid conformal sets.
         quantile_rule: for ``match="alpha"``: ``"finite_sample"`` (rank ``ceil((n+1)(1-alpha))``) or
             ``"higher"`` (the official code's ``np.quantile(..., method="higher")``).
-        random_state: seed of the randomised scores.
+        prefit: ``estimator`` is already fitted: ``fit`` calibrates on all of (X, y).
+        calibration_size: share of ``fit``'s data held out for calibration; ``None``: ``fit`` only fits the
+            estimator and ``conformalize`` must follow.
+        random_state: seed of the calibration split and of the randomised scores (``conformalize`` reseeds;
+            each ``predict_set`` call then draws fresh ``U``'s).
+
+    Edge cases: when top-k covers every calibration point (``c_k = 1``, an accurate model), ``alpha_ = 0``;
+    ``match="coverage"`` then finds the threshold that covers every calibration point, and ``match="alpha"``
+    (no conformal threshold exists at level 1) shows every label, with a :class:`SmallCalibrationWarning`.
+    When top-k covers none (``c_k = 0``) the conformal sets are the top label only.
+
+    Fitted attributes: ``estimator_``, ``classes_``, ``n_classes_``, ``n_features_in_``, ``alpha_``,
+    ``topk_coverage_cal_``, ``qhat_``, ``calibration_scores_``, ``n_calibration_``.
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> p = rng.dirichlet(np.ones(5), size=200)
         >>> y = p.argmax(1)
         >>> y[:40] = rng.integers(0, 5, 40)
-        >>> cms = CoverageMatchedSets(k=2, random_state=0).fit(p, y)
-        >>> bool(cms.conformal(p).any(axis=1).all())
+        >>> cms = CoverageMatchedSets("precomputed", k=2, random_state=0).fit(p, y)
+        >>> bool(cms.predict_set(p).any(axis=1).all())
         True
     """
 
     def __init__(
         self,
-        k: int = 3,
+        estimator=None,
         *,
+        k: int = 3,
         lam: float = 0.5,
         k_reg: int = 5,
         randomized: bool = True,
         allow_empty: bool = False,
         match: str = "coverage",
         quantile_rule: str = "finite_sample",
+        prefit: bool = False,
+        calibration_size: float | None = 0.25,
         random_state: int | None = None,
     ) -> None:
+        self.estimator = estimator
         self.k = k
         self.lam = lam
         self.k_reg = k_reg
@@ -172,25 +201,26 @@ class CoverageMatchedSets(BaseEstimator):
         self.allow_empty = allow_empty
         self.match = match
         self.quantile_rule = quantile_rule
+        self.prefit = prefit
+        self.calibration_size = calibration_size
         self.random_state = random_state
 
-    def fit(self, probs_cal: np.ndarray, labels_cal: np.ndarray) -> CoverageMatchedSets:
-        if self.match not in MATCH_RULES:
-            raise ValueError(f"match must be one of {MATCH_RULES}, got {self.match!r}")
-        if self.quantile_rule not in QUANTILE_RULES:
-            raise ValueError(f"quantile_rule must be one of {QUANTILE_RULES}, got {self.quantile_rule!r}")
-        p = check_probs(probs_cal, name="probs_cal")
-        if p.shape[0] == 0:
-            raise ValueError("the calibration set is empty")
-        y = check_labels(labels_cal, p.shape[1], n_samples=p.shape[0], name="labels_cal")
-        k = _check_k(self.k, p.shape[1])
-        self.n_classes_ = p.shape[1]
+    _calibration_attrs = ("qhat_", "calibration_scores_", "n_calibration_", "rng_", "alpha_", "topk_coverage_cal_")
+
+    def fit(self, X, y) -> CoverageMatchedSets:
+        """Fit the classifier on a ``1 - calibration_size`` share and calibrate on the rest (``prefit`` or
+        ``"precomputed"``: calibrate on all of (X, y); ``calibration_size=None``: fit only)."""
+        return self._fit(X, y)
+
+    def conformalize(self, X_conformalize, y_conformalize) -> CoverageMatchedSets:
+        """Match the two arms on calibration data: top-k coverage ``c_k``, ``alpha_ = 1 - c_k``, the RAPS
+        scores of the true labels and the threshold ``qhat_`` (``match``)."""
+        p, y = self._start_conformalize(X_conformalize, y_conformalize)
+        if p.shape[1] < 2:
+            raise ValueError(f"coverage-matched sets need at least 2 classes, got {p.shape[1]}")
+        k = _check_k(self.k, p.shape[1] - 1)  # top-n_classes sets hold every label: nothing to match
+        self.n_calibration_ = int(y.shape[0])
         self.topk_coverage_cal_ = topk_coverage(p, y, k)
-        if not 0.0 < self.topk_coverage_cal_ < 1.0:
-            raise ValueError(
-                f"top-{k} calibration coverage is {self.topk_coverage_cal_:.3f}: alpha = 1 - coverage must lie "
-                "in (0, 1); pick another k"
-            )
         self.alpha_ = 1.0 - self.topk_coverage_cal_
         self.rng_ = np.random.default_rng(self.random_state)
         # alpha is the paper's matched level; with match="coverage" it is reported, and qhat is set below
@@ -200,22 +230,31 @@ class CoverageMatchedSets(BaseEstimator):
         elif self.match == "coverage":
             # sets may be empty: their coverage is the fraction of scores <= qhat
             m = int(np.ceil(round(self.topk_coverage_cal_ * len(y), 9)))
-            self.qhat_ = float(np.partition(scores, m - 1)[m - 1])
-        elif self.quantile_rule == "finite_sample":
-            self.qhat_ = conformal_quantile(scores, self.alpha_)
-        else:
+            self.qhat_ = float(np.partition(scores, m - 1)[m - 1]) if m > 0 else -np.inf
+        elif self.quantile_rule == "higher":
             self.qhat_ = float(np.quantile(scores, 1.0 - self.alpha_, method="higher"))
+        elif self.alpha_ == 0.0:
+            self.qhat_ = np.inf  # level 1: no finite conformal threshold
+        elif self.alpha_ == 1.0:
+            self.qhat_ = -np.inf  # level 0: the empty set (the top label when allow_empty=False)
+        else:
+            self.qhat_ = conformal_quantile(scores, self.alpha_)
         self.calibration_scores_ = scores
+        self._warn_if_infinite(
+            f"alpha = 1 - top-{k} calibration coverage = {self.alpha_:.3g}: with {self.n_calibration_} calibration "
+            "samples no finite conformal threshold exists, so every conformal set holds every label"
+        )
         return self
 
-    def topk(self, probs: np.ndarray) -> np.ndarray:
-        """Boolean (n, K) top-k sets."""
-        return topk_sets(self._check_test_probs(probs), self.k)
+    def predict_topk(self, X) -> np.ndarray:
+        """Boolean (n, n_classes) top-k sets (the trial's top-k arm)."""
+        return topk_sets(self._test_probs(X), self.k)
 
-    def conformal(self, probs: np.ndarray) -> np.ndarray:
-        """Boolean (n, K) RAPS sets at the matched ``alpha_``."""
+    def predict_set(self, X) -> np.ndarray:
+        """Boolean (n, n_classes) RAPS sets at the matched level (the trial's conformal arm); column ``j`` is
+        ``classes_[j]``."""
         return sets_from_probs(
-            self._check_test_probs(probs),
+            self._test_probs(X),
             self.qhat_,
             score="raps",
             lam=self.lam,
@@ -225,15 +264,20 @@ class CoverageMatchedSets(BaseEstimator):
             allow_empty=self.allow_empty,
         )
 
-    def _check_test_probs(self, probs: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "qhat_"):
-            raise RuntimeError("call fit(probs_cal, labels_cal) first")
-        p = np.asarray(probs)
-        if p.ndim != 2 or p.shape[1] != self.n_classes_:
-            raise ValueError(
-                f"probs must have shape (n_samples, {self.n_classes_}) like the calibration data, got {p.shape}"
-            )
-        return p
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.match not in MATCH_RULES:
+            raise ValueError(f"match must be one of {MATCH_RULES}, got {self.match!r}")
+        if self.quantile_rule not in QUANTILE_RULES:
+            raise ValueError(f"quantile_rule must be one of {QUANTILE_RULES}, got {self.quantile_rule!r}")
+        check_raps_params(self.lam, self.k_reg)
+        for name in ("randomized", "allow_empty"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+
+    def _test_probs(self, X) -> np.ndarray:
+        check_is_fitted(self, "qhat_", msg="call fit(X, y) (or conformalize) before predicting sets")
+        return self.estimator_.predict_proba(X)
 
 
 def _displayed_coverage_threshold(p: np.ndarray, y: np.ndarray, scores: np.ndarray, target: float) -> float:

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from icml24.conformal._validation import check_alpha
-from icml24.conformal.calibration import prediction_sets
+from icml24.conformal._validation import check_alpha, check_probs, check_rng
+from icml24.conformal.calibration import sets_from_probs
+from icml24.conformal.predictor import ConformalSetClassifierBase, _check_level, conformity_scores
 from icml24.conformal.rob_fcp._checks import index_array, int_at_least
 from icml24.conformal.rob_fcp.characterization import check_bounds, client_histograms
 from icml24.conformal.rob_fcp.detection import (
@@ -41,6 +42,7 @@ from icml24.conformal.rob_fcp.weights import (
     check_max_weight_ratio,
     weight_cap,
 )
+from icml24.conformal.scores import SCORES, check_raps_params
 
 __all__ = [
     "RobFCPResult",
@@ -195,85 +197,217 @@ def oracle_quantile(
     return federated_quantile([client_scores[i] for i in idx], alpha, rank_rule=rank_rule)
 
 
-class RobustFederatedConformal(BaseEstimator):
-    """Rob-FCP as a scikit-learn style calibrator over per-client scores.
+class RobustFederatedConformal(ConformalSetClassifierBase):
+    """Rob-FCP as a scikit-learn classifier: prediction sets calibrated over clients, some of them Byzantine.
 
-    ``fit(client_scores)`` runs Algorithm 1 and stores ``qhat_``; ``predict_sets(score_matrix)`` returns the
-    boolean (n, n_classes) prediction sets ``{y : s(x, y) <= qhat_}``.
+    The stages of :class:`~icml24.conformal.SplitConformalClassifier` (MAPIE 1.x's names), with the
+    calibration data partitioned over clients:
+
+    * ``fit(X, y, clients=ids)``: fit a clone of ``estimator`` on a ``1 - calibration_size`` share of (X, y)
+      and calibrate on the rest, where ``ids[i]`` names the client that holds sample ``i`` (``clients=None``:
+      one client, where Rob-FCP is split conformal). ``prefit=True``: calibrate on all of it.
+    * ``conformalize(X_cal, y_cal, clients=ids)``: each client's conformity scores of its true labels, then
+      Algorithm 1 (histograms, maliciousness, the ``K_b`` least suspicious clients, the FCP quantile).
+    * ``conformalize_scores(client_scores)``: Algorithm 1 from the scores the clients *report* (a list of K
+      arrays), which is what a server receives and where Byzantine clients lie (see
+      :func:`~icml24.conformal.rob_fcp.apply_attack`); client ids are then ``0..K-1``.
+    * ``predict_set(X)``: boolean (n, n_classes) sets ``{y : s(x, y) <= qhat_}``; ``predict`` is the model's
+      top label, ``score`` the size-penalised coverage of the sets.
 
     Args:
-        alpha: target miscoverage.
-        n_bins: ``H`` (the paper uses 100).
-        n_malicious: known number of malicious clients, or None to estimate it.
+        estimator: a classifier with ``fit``, ``predict_proba`` and ``classes_`` (default
+            ``LogisticRegression()``), or ``"precomputed"`` (``X`` holds the model's probabilities).
+        confidence_level: target coverage ``1 - alpha``.
+        conformity_score: ``"lac"``, ``"aps"`` or ``"raps"`` (see :mod:`icml24.conformal.scores`); the
+            paper's experiments use randomised APS.
+        n_malicious: known number of malicious clients ``K_m`` (``< K / 2``), or None to estimate it
+            (Section 5).
+        n_bins: ``H``, bins of the characterisation vectors (the paper uses 100).
         neighbor_mode: ``"nearest"`` (paper) or ``"farthest"`` (official code).
         distance_ord: norm of the distance between histograms (1, 2 or inf).
         rank_rule: ``"fcp"`` or ``"split"``.
         quantile_bins: None for exact pooled scores, an integer for a histogram quantile.
-        bounds: the score range.
+        bounds: the score range of the histograms; None: ``(0, 1)`` for LAC and APS, ``(0, 1 + lam *
+            max(0, n_classes - k_reg))`` for RAPS.
         max_weight_ratio: cap on a kept client's weight relative to the median kept client (None: off).
+        lam, k_reg, randomized, allow_empty: as in :class:`~icml24.conformal.SplitConformalClassifier`.
+        prefit: ``estimator`` is already fitted.
+        calibration_size: share of ``fit``'s data held out for calibration (``None``: ``fit`` only fits).
+        random_state: seed of the calibration split and the randomised scores.
+
+    Fitted attributes: ``estimator_``, ``classes_``, ``n_classes_``, ``n_features_in_``, ``alpha_``,
+    ``qhat_``, ``client_ids_``, ``n_clients_``, ``benign_clients_``, ``malicious_clients_`` (client ids),
+    ``n_malicious_``, ``maliciousness_``, ``vectors_``, ``estimate_``, ``capped_clients_``,
+    ``n_calibration_``.
 
     Example:
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from icml24.conformal.rob_fcp import apply_attack
         >>> rng = np.random.default_rng(0)
-        >>> scores = [rng.uniform(size=200) for _ in range(8)] + [np.zeros(200)] * 2
-        >>> model = RobustFederatedConformal(alpha=0.1, n_bins=10, n_malicious=2).fit(scores)
-        >>> model.malicious_clients_.tolist()
+        >>> X, y = rng.normal(size=(600, 4)), rng.integers(0, 3, 600)
+        >>> clf = LogisticRegression().fit(X[:200], y[:200])
+        >>> cp = RobustFederatedConformal(clf, prefit=True, n_bins=10, n_malicious=2)
+        >>> cp = cp.fit(X[200:], y[200:], clients=np.arange(400) % 10)      # 10 honest clients
+        >>> cp.n_clients_, cp.n_malicious_
+        (10, 2)
+        >>> scores = [rng.uniform(size=200) for _ in range(8)] + [np.zeros(200)] * 2   # 2 clients lie
+        >>> cp.conformalize_scores(scores).malicious_clients_.tolist()
         [8, 9]
     """
 
     def __init__(
         self,
-        alpha: float = 0.1,
+        estimator=None,
         *,
-        n_bins: int = 100,
+        confidence_level: float = 0.9,
+        conformity_score: str = "lac",
         n_malicious: int | None = None,
+        n_bins: int = 100,
         neighbor_mode: NeighborMode = "nearest",
         distance_ord: float = 2,
         rank_rule: RankRule = "fcp",
         quantile_bins: int | None = None,
-        bounds: tuple[float, float] = (0.0, 1.0),
+        bounds: tuple[float, float] | None = None,
         max_weight_ratio: float | None = DEFAULT_MAX_WEIGHT_RATIO,
+        lam: float = 0.01,
+        k_reg: int = 5,
+        randomized: bool = False,
+        allow_empty: bool = True,
+        prefit: bool = False,
+        calibration_size: float | None = 0.25,
+        random_state: int | None = None,
     ) -> None:
-        self.alpha = alpha
-        self.max_weight_ratio = max_weight_ratio
-        self.n_bins = n_bins
+        self.estimator = estimator
+        self.confidence_level = confidence_level
+        self.conformity_score = conformity_score
         self.n_malicious = n_malicious
+        self.n_bins = n_bins
         self.neighbor_mode = neighbor_mode
         self.distance_ord = distance_ord
         self.rank_rule = rank_rule
         self.quantile_bins = quantile_bins
         self.bounds = bounds
+        self.max_weight_ratio = max_weight_ratio
+        self.lam = lam
+        self.k_reg = k_reg
+        self.randomized = randomized
+        self.allow_empty = allow_empty
+        self.prefit = prefit
+        self.calibration_size = calibration_size
+        self.random_state = random_state
 
-    def fit(self, client_scores: Sequence[np.ndarray]) -> RobustFederatedConformal:
-        """Calibrate on K clients' scores; sets ``qhat_``, ``benign_clients_``, ``malicious_clients_``,
-        ``n_malicious_``, ``maliciousness_``, ``vectors_`` and ``estimate_``."""
+    _calibration_attrs = (
+        "qhat_", "rng_", "alpha_", "client_ids_", "n_clients_", "benign_clients_", "malicious_clients_",
+        "n_malicious_", "maliciousness_", "vectors_", "estimate_", "capped_clients_", "n_calibration_",
+    )  # fmt: skip
+
+    def fit(self, X, y, clients=None) -> RobustFederatedConformal:
+        """Fit the classifier on a ``1 - calibration_size`` share and calibrate over the clients on the rest
+        (``prefit`` or ``"precomputed"``: calibrate on all of it). ``clients``: (n,) client id of each sample,
+        or None for one client."""
+        if clients is not None:
+            clients = _check_client_ids(clients, len(y))
+        return self._fit(X, y, clients=clients)
+
+    def conformalize(self, X_conformalize, y_conformalize, clients=None) -> RobustFederatedConformal:
+        """Per-client conformity scores of the true labels, then Rob-FCP's robust threshold (Algorithm 1)."""
+        probs, y_idx = self._start_conformalize(X_conformalize, y_conformalize)
+        self.rng_ = check_rng(self.random_state)
+        scores = conformity_scores(self.conformity_score, probs, y_idx, lam=self.lam, k_reg=self.k_reg,
+                                   randomized=self.randomized, rng=self.rng_ if self.randomized else None)
+        if clients is None:
+            return self._calibrate([scores], np.zeros(1, dtype=np.int64))
+        client_ids, which = np.unique(_check_client_ids(clients, scores.shape[0]), return_inverse=True)
+        return self._calibrate([scores[which == c] for c in range(client_ids.shape[0])], client_ids)
+
+    def conformalize_scores(self, client_scores: Sequence[np.ndarray]) -> RobustFederatedConformal:
+        """Rob-FCP from the calibration scores the K clients report (Algorithm 1; client ids ``0..K-1``).
+
+        The scores must come from ``conformity_score`` (with ``lam``, ``k_reg``, ``randomized``) on the same
+        model that ``predict_set`` uses: a threshold is a conformal threshold only for its own score."""
+        self._check_params()
         if not hasattr(client_scores, "__len__") or isinstance(client_scores, (str, bytes)):
-            raise TypeError(f"client_scores must be a sequence of per-client score arrays, got {type(client_scores).__name__}")
+            raise TypeError(
+                f"client_scores must be a sequence of per-client score arrays, got {type(client_scores).__name__}"
+            )
         if isinstance(client_scores, np.ndarray) and client_scores.ndim != 2:
             raise ValueError("client_scores must be a sequence of per-client score arrays")
+        if not self._precomputed and not hasattr(self, "estimator_") and self.prefit:
+            self._use_prefit()
+        self.rng_ = check_rng(self.random_state)
+        return self._calibrate(list(client_scores), np.arange(len(client_scores)))
+
+    def predict_set(self, X) -> np.ndarray:
+        """Boolean (n, n_classes) sets ``{y : s(x, y) <= qhat_}``; column ``j`` is ``classes_[j]``."""
+        check_is_fitted(self, "qhat_", msg="call fit, conformalize or conformalize_scores before predict_set")
+        if self._precomputed and not hasattr(self, "estimator_"):
+            probs = check_probs(X, name="X")  # calibrated from reported scores only: X defines the classes
+        else:
+            check_is_fitted(self, "estimator_", msg="fit the estimator (or pass prefit=True) before predict_set")
+            probs = self.estimator_.predict_proba(X)
+        return sets_from_probs(probs, self.qhat_, score=self.conformity_score, lam=self.lam, k_reg=self.k_reg,
+                               randomized=self.randomized, rng=self.rng_ if self.randomized else None,
+                               allow_empty=self.allow_empty)
+
+    # ------------------------------------------------------------------ helpers
+    def _check_params(self) -> None:
+        super()._check_params()
+        _check_level(self.confidence_level)
+        if self.conformity_score not in SCORES:
+            raise ValueError(f"conformity_score must be one of {SCORES}, got {self.conformity_score!r}")
+        check_raps_params(self.lam, self.k_reg)
+        for name in ("randomized", "allow_empty"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+
+    def _score_bounds(self) -> tuple[float, float]:
+        if self.bounds is not None:
+            return check_bounds(self.bounds)
+        if self.conformity_score != "raps":
+            return (0.0, 1.0)
+        if not hasattr(self, "n_classes_"):
+            raise ValueError("bounds must be given for RAPS scores when the number of classes is unknown "
+                             "(calibration from reported scores without a fitted estimator)")
+        return (0.0, 1.0 + float(self.lam) * max(0, self.n_classes_ - int(self.k_reg)))
+
+    def _calibrate(self, groups: list, client_ids: np.ndarray) -> RobustFederatedConformal:
+        self.alpha_ = 1.0 - _check_level(self.confidence_level)
         res = rob_fcp_quantile(
-            client_scores,
-            self.alpha,
+            groups,
+            self.alpha_,
             self.n_malicious,
             n_bins=self.n_bins,
             neighbor_mode=self.neighbor_mode,
             ord=self.distance_ord,
             rank_rule=self.rank_rule,
             quantile_bins=self.quantile_bins,
-            bounds=self.bounds,
+            bounds=self._score_bounds(),
             max_weight_ratio=self.max_weight_ratio,
         )
         self.qhat_ = res.qhat
-        self.capped_clients_ = res.capped
-        self.benign_clients_ = res.benign
-        self.malicious_clients_ = res.malicious
+        self.client_ids_ = client_ids
+        self.n_clients_ = int(client_ids.shape[0])
+        self.benign_clients_ = client_ids[res.benign]
+        self.malicious_clients_ = client_ids[res.malicious]
         self.n_malicious_ = res.n_malicious
         self.maliciousness_ = res.maliciousness
         self.vectors_ = res.vectors
         self.estimate_ = res.estimate
+        self.capped_clients_ = None if res.capped is None else {client_ids[i].item(): v for i, v in res.capped.items()}
+        self.n_calibration_ = int(sum(np.size(g) for g in groups))
+        self._warn_if_infinite(
+            f"the calibration scores of the {len(res.benign)} kept client(s) are too few for confidence_level="
+            f"{self.confidence_level}: no finite threshold, so every prediction set holds every label"
+        )
         return self
 
-    def predict_sets(self, score_matrix: np.ndarray) -> np.ndarray:
-        """Boolean (n, n_classes) sets ``{y : S[i, y] <= qhat_}`` from a score matrix."""
-        if not hasattr(self, "qhat_"):
-            raise RuntimeError("RobustFederatedConformal is not fitted: call fit(client_scores) first")
-        return prediction_sets(score_matrix, self.qhat_)
+
+def _check_client_ids(clients, n_samples: int) -> np.ndarray:
+    ids = np.asarray(clients)
+    if ids.ndim != 1 or ids.shape[0] != n_samples:
+        raise ValueError(
+            f"clients must be 1-D with one client id per sample ({n_samples}), got shape {ids.shape}"
+        )
+    if ids.dtype == object or not (np.issubdtype(ids.dtype, np.integer) or ids.dtype.kind in "US"):
+        raise TypeError(f"clients must hold integer or string client ids, got dtype {ids.dtype}")
+    return ids
