@@ -333,3 +333,106 @@ def test_multi_goal_point_mass_draws_tasks_uniformly_and_rejects_bad_goals() -> 
     for bad in ((), ((1.0,),), ((1.0, float("nan")),), "corners"):
         with pytest.raises((TypeError, ValueError), match="goals"):
             BatchedMultiGoalPointMass(num_envs=2, goals=bad)
+
+
+# ---- the fused in-place step against the plain math, with walls, goals, time limits and partial resets ----------
+
+
+def _reference_pendulum(env, s, a):
+    th, thdot = s[:, 0], s[:, 1]
+    u = a[:, 0].clamp(-2.0, 2.0)
+    cost = (((th + np.pi) % (2 * np.pi)) - np.pi) ** 2 + 0.1 * thdot**2 + 0.001 * u**2
+    thdot = (thdot + (15.0 * torch.sin(th) + 3.0 * u) * 0.05).clamp(-8.0, 8.0)
+    th = th + thdot * 0.05
+    return torch.stack((th, thdot), 1), torch.stack((th.cos(), th.sin(), thdot), 1), -cost, torch.zeros_like(th) > 0
+
+
+def _reference_mountain_car(env, s, a):
+    x, v, raw = s[:, 0], s[:, 1], a[:, 0]
+    v = (v + (raw.clamp(-1, 1) * 0.0015 - torch.cos(3 * x) * 0.0025)).clamp(-0.07, 0.07)
+    x = (x + v).clamp(-1.2, 0.6)
+    v = torch.where((x == -1.2) & (v < 0), torch.zeros_like(v), v)
+    term = (x >= 0.45) & (v >= env.goal_velocity)
+    nxt = torch.stack((x, v), 1)
+    return nxt, nxt.clone(), 100.0 * term.to(s.dtype) - 0.1 * raw**2, term
+
+
+def _reference_point_mass(env, s, a):
+    lay = env.layout
+    p, v, t = s[:, 0:2], s[:, 2:4], s[:, 4]
+    v = 0.9 * v + 0.3 * a.clamp(-1, 1)
+    p_new = (p + 0.1 * v).clamp(-lay.half_width, lay.half_width)
+    hit = torch.zeros(len(s), dtype=torch.bool)
+    for x0, y0, x1, y1 in lay.walls:
+        hit |= (p_new[:, 0] >= x0) & (p_new[:, 0] <= x1) & (p_new[:, 1] >= y0) & (p_new[:, 1] <= y1)
+    p = torch.where(hit[:, None], p, p_new)
+    v = torch.where(hit[:, None], torch.zeros_like(v), v)
+    t = t + 1
+    in_goal = ((p - torch.tensor(lay.goal, dtype=s.dtype)) ** 2).sum(1) < lay.goal_radius**2
+    in_decoy = ((p - torch.tensor(lay.decoy, dtype=s.dtype)) ** 2).sum(1) < lay.decoy_radius**2
+    reward = lay.decoy_reward * in_decoy.to(s.dtype) + lay.goal_reward * in_goal.to(s.dtype)
+    nxt = torch.cat((p, v, t[:, None]), 1)
+    obs = torch.cat((p / 3, v, t[:, None] / env.max_episode_steps), 1)
+    return nxt, obs, reward, in_goal
+
+
+def _mountain_car_events(env) -> None:  # cars at the goal and at the left wall
+    env.state[:4] = torch.tensor([[0.449, 0.05]] * 4, dtype=env.dtype)
+    env.state[4:8] = torch.tensor([[-1.19, -0.06]] * 4, dtype=env.dtype)
+
+
+def _point_mass_events(env) -> None:  # masses driving into the wall, at the goal, in the decoy
+    env.state[:4] = torch.tensor([[-1.98, 2.0, -2.0, 0.0, 3.0]] * 4, dtype=env.dtype)
+    env.state[4:8] = torch.tensor([[-3.3, 2.95, 0.0, 0.5, 4.0]] * 4, dtype=env.dtype)
+    env.state[8:12] = torch.tensor([[-1.9, 0.5, -1.0, -1.0, 4.0]] * 4, dtype=env.dtype)
+    env.state[12:16] = torch.tensor([[0.8, 0.2, 0.0, 0.0, 4.0]] * 4, dtype=env.dtype)
+
+
+@pytest.mark.parametrize(
+    ("cls", "reference", "events", "scale"),
+    [
+        (BatchedPendulum, _reference_pendulum, None, 3.0),
+        (BatchedMountainCarContinuous, _reference_mountain_car, _mountain_car_events, 1.5),
+        (BatchedDeceptivePointMass, _reference_point_mass, _point_mass_events, 1.5),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_place_step_matches_the_plain_math(cls, reference, events, scale, dtype) -> None:
+    """The fused, in-place step (float masks, lerp selects, skipped checks, the time-limit bound) computes the
+    plain out-of-place math: next state, observation, reward, terminated, truncated and the autoreset."""
+    n, horizon = 48, 23
+    env = cls(num_envs=n, max_episode_steps=horizon, dtype=dtype)
+    env.reset(seed=0)
+    g = torch.Generator().manual_seed(1)
+    elapsed = torch.zeros(n, dtype=torch.long)
+    tol = {"rtol": 1e-6, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    seen_done = seen_term = 0
+    for t in range(150):
+        if events is not None and t % 17 == 3:
+            events(env)
+        if t % 40 == 25:  # a partial reset restarts some episodes at other times than the rest
+            mask = torch.rand(n, generator=g) < 0.3
+            env.reset(options={"reset_mask": mask})
+            elapsed[mask] = 0
+        a = (torch.rand(n, *env.single_action_space.shape, generator=g, dtype=dtype) * 2 - 1) * scale
+        before = env.state.clone()
+        nxt, ref_obs, ref_reward, ref_term = reference(env, before, a)
+        elapsed += 1
+        ref_trunc = elapsed >= horizon
+        obs, reward, term, trunc, info = env.step(a)
+        assert torch.equal(term, ref_term) and torch.equal(trunc, ref_trunc)
+        torch.testing.assert_close(reward, ref_reward.to(dtype), **tol)
+        done = ref_term | ref_trunc
+        assert bool(info.get("_final_obs", torch.zeros(n, dtype=torch.bool)).any()) == bool(done.any())
+        if done.any():
+            assert torch.equal(info["_final_obs"], done)
+            torch.testing.assert_close(info["final_obs"][done], ref_obs[done].to(dtype), **tol)
+        keep = ~done
+        torch.testing.assert_close(env.state[keep], nxt[keep].to(dtype), **tol)
+        torch.testing.assert_close(obs[keep], ref_obs[keep].to(dtype), **tol)
+        torch.testing.assert_close(obs[done], env._observe(env._state)[done])  # the first obs of the new episode
+        elapsed[done] = 0
+        assert torch.equal(env.elapsed_steps, elapsed)
+        seen_done += int(done.sum())
+        seen_term += int(ref_term.sum())
+    assert seen_done > 0 and (events is None or seen_term > 0)

@@ -22,9 +22,19 @@ over ``gymnasium.Env`` objects. :class:`TorchVectorEnv` holds the state of ``num
 Speed. The state is stored *variable-major*, ``[state_dim, num_envs]``, so that each state variable is one
 contiguous row: elementwise torch kernels on contiguous rows vectorise, while the columns of an ``[N, k]``
 tensor are strided and do not (that, and ``torch.stack`` of the observation, cost the first version half its
-speed). ``env.state`` is the ``[num_envs, state_dim]`` *view* of that storage (writing into it sets the state).
-The finiteness check of the actions is one reduction; the autoreset touches only the finished columns.
-Gymnasium's vector wrappers that do numpy arithmetic on rewards (``RecordEpisodeStatistics``,
+speed). ``env.state`` is the ``[num_envs, state_dim]`` *view* of that storage (writing into it sets the state);
+the storage is allocated once, so the view stays valid across resets. On CPU at N = 4096 a torch kernel costs
+about a microsecond of dispatch whatever it computes, so the steps count kernels: scalars are 0-dim tensors
+(a Python float doubles an op's dispatch), temporaries are preallocated, masks are 0/1 floats made by float
+arithmetic and selects are ``lerp`` with 0/1 weights (torch's float->bool comparisons, ``torch.where``,
+``masked_fill`` and bool->float casts are not vectorised on CPU and cost 3-6x an add at N = 65536), and work the
+state rules out is skipped: ``elapsed_steps`` is derived from a vector-step clock and each env's episode start, so
+the time-limit comparison runs only on steps where some env can reach the limit, and on CPU (where reading a
+reduction back costs no device sync) the mountain car skips its wall and goal tests when no car is at either. The
+observation returned is a new tensor, never a view of the state. ``tests/rl/envs`` checks the fused step
+against the plain out-of-place math, and ``benchmarks/bench_rl_envs.py`` times it against plain numpy, bare
+torch and ``SyncVectorEnv``. The finiteness check of the actions is one reduction; the autoreset touches only the
+finished columns. Gymnasium's vector wrappers that do numpy arithmetic on rewards (``RecordEpisodeStatistics``,
 ``NormalizeReward``) need numpy arrays: view the env through :func:`numpy_view` (zero-copy on CPU).
 """
 
@@ -91,8 +101,10 @@ class TorchVectorEnv(gym.vector.VectorEnv):
 
     * ``_sample_initial_state(n) -> state``: a new ``[state_dim, n]`` tensor of initial states;
     * ``_dynamics(state, action) -> (reward, terminated)``: advance ``state`` (``[state_dim, N]``, contiguous
-      rows) *in place* under ``action`` (``[N, *action_shape]``, already clipped to the box); ``terminated``
-      may be ``None`` for a task that never terminates;
+      rows; ``self._rows`` holds one view per row) *in place* under ``action`` (what ``_clip_actions`` returns:
+      ``[N, *action_shape]`` clipped to the box unless a subclass overrides it, e.g. to a flat or transposed
+      layout; the unclipped actions are ``self._raw_action``); ``terminated`` may be ``None`` when no env
+      terminates this step (a task that never terminates, or one whose state rules it out);
     * ``_observe(state) -> obs``: a new ``[n, *obs_shape]`` tensor (never a view of the state) for the
       ``[state_dim, n]`` state given.
     """
@@ -134,8 +146,18 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         self._batch_act_shape = torch.Size((self.num_envs, *self._act_shape))
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 2))
-        self.elapsed_steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
-        self._state: torch.Tensor = self._sample_initial_state(self.num_envs)
+        # The time limit without a per-env counter update per step: ``_clock`` counts vector steps, each env
+        # remembers the clock value at which its episode began, and ``_oldest_start`` is a lower bound of those
+        # starts, so ``_clock - _oldest_start < max_episode_steps`` proves that no env is truncated this step
+        # (a Python comparison instead of two tensor ops; the bound is refreshed only when an env truncates).
+        self._clock = 0
+        self._episode_start = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self._oldest_start = 0
+        # The state lives in one buffer for the env's lifetime (resets write into it), so views of it stay valid.
+        self._state: torch.Tensor = self._sample_initial_state(self.num_envs).contiguous()
+        self._rows = self._state.unbind(0)  # one view per state variable, made once (indexing costs a dispatch)
+        # On CPU a host read of a reduction is free (no device sync), so a step may skip work the data rules out
+        self._host_reads_are_free = self.device.type == "cpu"
         self._needs_reset = True
 
     # ---- subclass interface -------------------------------------------------------------------------
@@ -151,6 +173,15 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         raise NotImplementedError
 
     # ---- state --------------------------------------------------------------------------------------
+    @property
+    def elapsed_steps(self) -> torch.Tensor:
+        """Steps taken in each env's current episode (a new ``long`` tensor of shape ``(num_envs,)``)."""
+        return self._clock - self._episode_start
+
+    def _const(self, value: float) -> torch.Tensor:
+        """A 0-dim tensor of the env's dtype: multiplying by it dispatches faster than by a Python float."""
+        return torch.tensor(value, device=self.device, dtype=self.dtype)
+
     @property
     def state(self) -> torch.Tensor:
         """The ``[num_envs, state_dim]`` view of the state (writes into it change the environments)."""
@@ -183,10 +214,11 @@ class TorchVectorEnv(gym.vector.VectorEnv):
             idx = mask.nonzero().squeeze(1)
             if idx.numel():
                 self._state[:, idx] = self._sample_initial_state(int(idx.numel()))
-                self.elapsed_steps[idx] = 0
+                self._episode_start[idx] = self._clock  # later starts keep _oldest_start a lower bound
             return self._observe(self._state), {}
-        self._state = self._sample_initial_state(self.num_envs)
-        self.elapsed_steps.zero_()
+        self._state.copy_(self._sample_initial_state(self.num_envs))
+        self._episode_start.fill_(self._clock)
+        self._oldest_start = self._clock
         self._needs_reset = False
         return self._observe(self._state), {}
 
@@ -197,24 +229,32 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         a = self._checked_actions(actions)
+        self._raw_action = a  # for a reward on the unclipped action (MountainCarContinuous-v0)
         reward, terminated = self._dynamics(self._state, self._clip_actions(a))
-        self.elapsed_steps += 1
-        truncated = self.elapsed_steps >= self.max_episode_steps
+        self._clock += 1
         obs = self._observe(self._state)
-        if terminated is None:
-            terminated = torch.zeros_like(truncated)
-            done = truncated
+        limit_reached = self._clock - self._oldest_start >= self.max_episode_steps
+        if limit_reached:  # some env may reach the time limit now: the one comparison over N
+            truncated = self._episode_start <= self._clock - self.max_episode_steps
         else:
-            done = terminated | truncated
+            truncated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        if terminated is None:
+            terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+            done = truncated if limit_reached else None
+        else:
+            done = terminated | truncated if limit_reached else terminated
         info: dict[str, Any] = {}
-        if bool(done.any()):
+        # ``any`` over the bytes of the bool mask: torch's uint8 reduction is vectorised, its bool one is not.
+        if done is not None and bool(done.view(torch.uint8).any()):
             idx = done.nonzero().squeeze(1)
             info["final_obs"] = obs.clone()
-            info["_final_obs"] = done
+            info["_final_obs"] = done.clone() if done is terminated else done
             fresh = self._sample_initial_state(int(idx.numel()))
             self._state[:, idx] = fresh
-            self.elapsed_steps[idx] = 0
+            self._episode_start[idx] = self._clock
             obs[idx] = self._observe(fresh)
+        if limit_reached:  # the truncated envs restarted: tighten the bound (one reduction per truncation step)
+            self._oldest_start = int(self._episode_start.min())
         return obs, reward, terminated, truncated, info
 
     def _checked_actions(self, actions: Any) -> torch.Tensor:

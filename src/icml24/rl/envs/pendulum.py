@@ -27,10 +27,6 @@ from icml24.rl.envs.batched import TorchVectorEnv
 __all__ = ["BatchedPendulum"]
 
 
-def _angle_normalize(x: torch.Tensor) -> torch.Tensor:
-    return ((x + math.pi) % (2 * math.pi)) - math.pi
-
-
 class BatchedPendulum(TorchVectorEnv):
     """``Pendulum-v1`` over ``num_envs`` copies as tensors (state ``(theta, theta_dot)``)."""
 
@@ -56,26 +52,41 @@ class BatchedPendulum(TorchVectorEnv):
             low=-self.max_torque, high=self.max_torque, shape=(1,), dtype=np.float32
         )
         super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        self._consts = {
+            "pi": self._const(math.pi),
+            "two_pi": self._const(2 * math.pi),
+            "gravity": self._const(3.0 * self.g / (2.0 * self.length)),
+            "dt": self._const(self.dt),
+        }
+        self._scratch = torch.empty(1, self.num_envs, device=self.device, dtype=dtype)
+        self._obs_rows = torch.empty(3, self.num_envs, device=self.device, dtype=dtype)
 
     def _sample_initial_state(self, n: int) -> torch.Tensor:
         return self._uniform(n, [-math.pi, -1.0], [math.pi, 1.0])
 
+    def _clip_actions(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(a.view(-1), -self.max_torque, self.max_torque)  # the [N] view of the [N, 1] actions
+
     def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, None]:
         # In place on the contiguous rows; the operation order is Gymnasium's, so float64 trajectories agree.
-        th, thdot = state[0], state[1]
-        u = action[:, 0]
-        cost = torch.add(th, math.pi).remainder_(2 * math.pi).sub_(math.pi).square_()  # angle_normalize(th)^2
+        # Scalars are 0-dim tensors: a Python float costs a second dispatch per op on CPU.
+        c = self._consts
+        th, thdot = self._rows
+        u = action
+        cost = torch.add(th, c["pi"]).remainder_(c["two_pi"]).sub_(c["pi"]).square_()  # angle_normalize(th)^2
         cost.addcmul_(thdot, thdot, value=0.1).addcmul_(u, u, value=0.001)
-        acc = torch.sin(th).mul_(3.0 * self.g / (2.0 * self.length)).add_(u, alpha=3.0 / (self.m * self.length**2))
-        thdot.add_(acc.mul_(self.dt)).clamp_(-self.max_speed, self.max_speed)
+        acc = torch.sin(th, out=self._scratch[0]).mul_(c["gravity"]).add_(u, alpha=3.0 / (self.m * self.length**2))
+        thdot.add_(acc.mul_(c["dt"])).clamp_(-self.max_speed, self.max_speed)
         th.add_(thdot, alpha=self.dt)
         return cost.neg_(), None
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        th = state[0]
-        obs = torch.empty(th.shape[0], 3, device=th.device, dtype=th.dtype)
-        rows = obs.T  # write each variable-major row into a column: one strided copy each, no torch.stack
+        # cos and sin into contiguous rows, then one transposed copy into the [N, 3] observation (writing them
+        # straight into the observation's strided columns takes 3x longer)
+        th, thdot = state.unbind(0)
+        n = th.shape[0]
+        rows = self._obs_rows[:, :n]
         torch.cos(th, out=rows[0])
         torch.sin(th, out=rows[1])
-        rows[2].copy_(state[1])
-        return obs
+        rows[2].copy_(thdot)
+        return torch.empty(n, 3, device=th.device, dtype=th.dtype).T.copy_(rows).T
