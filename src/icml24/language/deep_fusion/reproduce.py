@@ -289,10 +289,10 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
         cfg = {"method": method, **DIGITS_COMMON, **DIGITS[scale]}
         jobs += [Job(SLUG, "digits", f"{__name__}:run_digits", cfg, s) for s in seeds_for(scale, seeds, DEFAULT_SEEDS)]
     if scale in LM:
-        for method in LM_METHODS:
-            cfg = {"method": method, **LM_COMMON, **LM[scale]}
-            n = seeds if seeds is not None else LM_SEEDS[scale]
-            jobs += [Job(SLUG, "lm", f"{__name__}:run_lm", cfg, s) for s in range(n)]
+        n = seeds if seeds is not None else LM_SEEDS[scale]
+        for s in range(n):  # seed-major: a run cut short still leaves complete seeds in the store
+            for method in LM_METHODS:
+                jobs.append(Job(SLUG, "lm", f"{__name__}:run_lm", {"method": method, **LM_COMMON, **LM[scale]}, s))
     return jobs
 
 
