@@ -63,10 +63,10 @@ DIGITS = {
     "smoke": {"hidden": 16, "parent_steps": 40, "steps": 60, "scratch_steps": 60, "eval_every": 20,
               "lrs": [1e-3, 3e-3]},
     "quick": {"hidden": 64, "parent_steps": 300, "steps": 900, "scratch_steps": 900, "eval_every": 30,
-              "lrs": [1e-3, 3e-3, 1e-2]},
+              "lrs": [3e-3, 1e-2, 3e-2]},
 }  # fmt: skip
 DIGITS["full"] = DIGITS["quick"]
-DIGITS_COMMON = {"batch_size": 32, "parent_lr": 1e-3, "self_fusion_noise": 0.01, "net2net_noise": 0.01}
+DIGITS_COMMON = {"batch_size": 32, "parent_lr": 1e-2, "self_fusion_noise": 0.01, "net2net_noise": 0.01}
 LM = {
     "smoke": {"d_parent": 16, "heads_parent": 2, "n_layers": 1, "seq_len": 16, "batch_size": 4, "parent_steps": 10,
               "steps": 16, "scratch_steps": 16, "eval_every": 8, "lrs": [3e-3], "eval_windows": 4},
