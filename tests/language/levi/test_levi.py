@@ -327,3 +327,20 @@ def test_analyze_on_hand_made_results():
     assert analysis.tables and analysis.figures
     bad = R.analyze(_results(*_arms(np.random.default_rng(5), 8, -0.06, 0.0)) + _results(vid, vood, "vision"), "quick")
     assert bad.verdict == "not_supported"
+
+
+def test_analyze_full_pairs_the_finetuning_seeds_and_reports_the_sweep():
+    rng = np.random.default_rng(6)
+    idd, ood = _arms(rng, 8, 0.06, 0.0)
+    ft = []
+    for s in range(5):  # LoRA-family baselines on the first 5 seeds only, paired with LEVI's same seeds
+        metrics = {f"{m}_{k}": 0.7 + 0.01 * s if k == "ood" else 0.98 for m in ("lora", "lp_ft", "wise_ft")
+                   for k in ("id", "ood")}  # fmt: skip
+        ft.append(JobResult(Job(R.SLUG, "text-ft", "x:y", {"rho": 0.9}, s), "ok", metrics))
+    sweep = _results(*_arms(rng, 8, 0.0, 0.0), rho=0.8)
+    vid, vood = _arms(rng, 8, 0.06, 0.0)
+    a = R.analyze(_results(idd, ood) + ft + sweep + _results(vid, vood, "vision"), "full")
+    by_id = {c.id: c for c in a.checks}
+    assert by_id["text-ood-vs-lora"].n == 5 and by_id["text-ood-vs-lora"].decisive
+    assert not by_id["text, shortcut 0.8-ood-vs-lp_last"].decisive
+    assert any("0.8" in t.title for t in a.tables)
