@@ -1,19 +1,23 @@
 """Speed of the batched torch envs against the real alternatives, side by side in one run.
 
 For each task, four implementations of the same vector step (dynamics, reward, time-limit truncation and
-same-step autoreset that keeps the final observation) are timed at the same N, interleaved round by round
-(best of the rounds, so that load from other processes hits all of them alike):
+same-step autoreset that keeps the final observation) are timed at the same N, interleaved round by round (each
+round runs all four one after the other, so that load from other processes falls on all of them alike); the
+table gives the median and the [min, max] over the rounds, and the ratios are taken within each round:
 
 * ``gymnasium``: the single-env Gymnasium env (``Pendulum-v1``, ``MountainCarContinuous-v0``, our
   ``DeceptivePointMassEnv``) in ``gymnasium.vector.SyncVectorEnv`` (same-step autoreset);
-* ``numpy``: plain numpy vectorisation of the same dynamics over N (1-D arrays per state variable);
+* ``numpy``: plain numpy vectorisation of the same dynamics over N (1-D float32 arrays per state variable, every
+  mask computed every step, ``np.stack`` for the observation);
 * ``ours``: the ``TorchVectorEnv`` subclass (action checks and clipping, info dict, ``final_obs``);
 * ``bare torch``: the same arithmetic as a plain torch function on 1-D tensors (no checks, no info, no class;
-  ``torch.stack`` for the observation), the "physical limit" of a torch env on this device.
+  out-of-place ops, bool masks and ``torch.stack``, as one writes it directly).
 
-Steps per second are environment steps (N per vector step); one torch thread. ``SyncVectorEnv`` runs at
-``min(N, --sync-max)`` envs: its per-env cost does not depend on N, and 65k Python env objects take minutes to
-build. Usage: ``python benchmarks/bench_rl_envs.py [--quick] [--sizes 4096 65536] [--agents]``.
+Steps per second are environment steps (N per vector step); one torch thread. Actions are uniform in
+[-1.2, 1.2] per dimension, so the mountain cars rarely touch the wall or the goal (ours skips those tests on such
+steps; see the README). ``SyncVectorEnv`` runs at ``min(N, --sync-max)`` envs: its per-env cost does not depend
+on N, and 65k Python env objects take minutes to build. The load (``uptime``) is printed before and after.
+Usage: ``python benchmarks/bench_rl_envs.py [--quick] [--sizes 4096 65536] [--rounds 11] [--agents]``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -154,9 +160,9 @@ class NumpyMountainCar:
         force = np.clip(raw, -1.0, 1.0)
         v = np.clip(self.v + force * 0.0015 - 0.0025 * np.cos(3 * self.x), -0.07, 0.07)
         x = np.clip(self.x + v, -1.2, 0.6)
-        v = np.where((x == -1.2) & (v < 0), 0.0, v).astype(np.float32)
+        v = np.where((x == -1.2) & (v < 0), 0.0, v)  # a Python float keeps float32 (NEP 50)
         term = (x >= 0.45) & (v >= 0.0)
-        reward = 100.0 * term - 0.1 * raw**2
+        reward = term * np.float32(100.0) - 0.1 * raw**2  # float32, like ours
         self.t += 1
         trunc = self.t >= 999
         done = term | trunc
@@ -238,14 +244,14 @@ class NumpyPointMass:
         x0, y0, x1, y1 = _WALL
         hit = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
         x, y = np.where(hit, self.x, x), np.where(hit, self.y, y)
-        vx, vy = np.where(hit, 0.0, vx).astype(np.float32), np.where(hit, 0.0, vy).astype(np.float32)
+        vx, vy = np.where(hit, 0.0, vx), np.where(hit, 0.0, vy)
         self.t += 1
         in_goal = (x - lay.goal[0]) ** 2 + (y - lay.goal[1]) ** 2 < lay.goal_radius**2
         in_decoy = (x - lay.decoy[0]) ** 2 + (y - lay.decoy[1]) ** 2 < lay.decoy_radius**2
-        reward = lay.decoy_reward * in_decoy + lay.goal_reward * in_goal
+        reward = in_decoy * np.float32(lay.decoy_reward) + in_goal * np.float32(lay.goal_reward)  # float32
         trunc = self.t >= 100
         done = in_goal | trunc
-        obs = np.stack((x / 3, y / 3, vx, vy, self.t / 100), axis=1).astype(np.float32)
+        obs = np.stack((x / 3, y / 3, vx, vy, self.t.astype(np.float32) / 100), axis=1)
         final = None
         if done.any():
             final = obs.copy()
@@ -282,8 +288,15 @@ def _stepper(step: Callable, actions: list, steps: int) -> Callable[[], float]:
     return run
 
 
-def measure_task(name: str, n: int, steps: int, rounds: int, sync_max: int) -> dict[str, float]:
-    """Env steps per second of the four implementations at N = n, interleaved over ``rounds`` rounds."""
+IMPLS = ("gymnasium", "numpy", "ours", "bare torch")
+
+
+def measure_task(name: str, n: int, steps: int, rounds: int, sync_max: int) -> dict[str, list[float]]:
+    """Env steps per second of the four implementations at N = n, one value per round.
+
+    The rounds are interleaved (each round runs all four one after the other), so that load from other processes
+    falls on all of them alike; the per-round ratios are taken within a round.
+    """
     ours_cls, bare_cls, numpy_cls, make, act_dim = TASKS[name]
     g = torch.Generator().manual_seed(0)
     acts_t = [torch.rand(n, act_dim, generator=g) * 2.4 - 1.2 for _ in range(8)]
@@ -295,21 +308,32 @@ def measure_task(name: str, n: int, steps: int, rounds: int, sync_max: int) -> d
     sync = gym.vector.SyncVectorEnv([make for _ in range(n_sync)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     sync.reset(seed=0)
     sync_acts = [a[:n_sync] for a in acts_np]
-    sync_steps = max(2, steps * n // (n_sync * 50))  # about 1/50 of the others' env steps: it is that slow
+    sync_steps = max(2, steps * n // (n_sync * 100))  # about 1/100 of the others' env steps: it is that slow
     runs = {
+        "gymnasium": (_stepper(sync.step, sync_acts, sync_steps), n_sync * sync_steps),
+        "numpy": (_stepper(plain.step, acts_np, steps), n * steps),
         "ours": (_stepper(ours.step, acts_t, steps), n * steps),
         "bare torch": (_stepper(bare.step, acts_t, steps), n * steps),
-        "numpy": (_stepper(plain.step, acts_np, steps), n * steps),
-        "gymnasium": (_stepper(sync.step, sync_acts, sync_steps), n_sync * sync_steps),
     }
-    best = {k: math.inf for k in runs}
     for fn, _ in runs.values():  # warm-up
         fn()
+    rates: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(rounds):
-        for k, (fn, _) in runs.items():
-            best[k] = min(best[k], fn())
+        for k, (fn, env_steps) in runs.items():
+            rates[k].append(env_steps / fn())
     sync.close()
-    return {k: runs[k][1] / best[k] for k in runs}
+    return rates
+
+
+def _median_spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"load average {os.getloadavg()[0]:.2f}"
 
 
 def main() -> None:
@@ -318,20 +342,29 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536])
     parser.add_argument("--sync-max", type=int, default=1024, help="most envs in SyncVectorEnv")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 11; 3 with --quick)")
     parser.add_argument("--agents", action="store_true", help="also time PPO and SAPG iterations")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    steps, rounds = (20, 2) if args.quick else (100, 5)
-    print(f"load average {os.getloadavg()[0]:.1f}; torch {torch.__version__}, numpy {np.__version__}; 1 thread")
-    header = f"{'task':<14}{'N':>7}" + "".join(f"{k:>14}" for k in ("gymnasium", "numpy", "ours", "bare torch"))
-    print(header + f"{'ours/bare':>11}{'ours/numpy':>12}  (env steps/s)")
+    steps = 20 if args.quick else 100
+    rounds = args.rounds or (3 if args.quick else 11)
+    print(f"start: {_uptime()}")
+    print(f"torch {torch.__version__}, numpy {np.__version__}, gymnasium {gym.__version__}; 1 torch thread; "
+          f"{rounds} interleaved rounds of {steps} vector steps; median [min, max] over rounds")  # fmt: skip
+    print("| task | N | Gymnasium | numpy | ours | bare torch | ours / bare torch | ours / numpy |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.tasks:
         for n in args.sizes:
-            sps = measure_task(name, n, steps, rounds, args.sync_max)
-            cells = "".join(f"{sps[k]:>14,.0f}" for k in ("gymnasium", "numpy", "ours", "bare torch"))
-            print(f"{name:<14}{n:>7}{cells}{sps['ours'] / sps['bare torch']:>10.2f}x"
-                  f"{sps['ours'] / sps['numpy']:>11.2f}x", flush=True)  # fmt: skip
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+            rates = measure_task(name, n, steps, rounds, args.sync_max)
+            cells = []
+            for k in IMPLS:
+                med, lo, hi = _median_spread(rates[k])
+                cells.append(f"{med / 1e6:.3g}M [{lo / 1e6:.3g}, {hi / 1e6:.3g}]")
+            for base in ("bare torch", "numpy"):
+                med, lo, hi = _median_spread([a / b for a, b in zip(rates["ours"], rates[base], strict=True)])
+                cells.append(f"{med:.2f}x [{lo:.2f}, {hi:.2f}]")
+            print(f"| {name} | {n} | " + " | ".join(cells) + " |", flush=True)
+    print(f"end: {_uptime()}")
     if args.agents:
         from _timing import iterations_per_s
         from icml24.rl.ppo import PPO, PPOConfig

@@ -130,7 +130,7 @@ class BatchedDeceptivePointMass(TorchVectorEnv):
         # strided part; later kernels on the rows vectorise)
         return torch.clamp(a.T, -1.0, 1.0, out=self._action_rows)
 
-    def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         # In place on the variable-major rows: p and v are contiguous [2, N] blocks, so each line is one kernel.
         # Masks are 0/1 floats made by float arithmetic and selects are ``lerp`` with a 0/1 weight (exact:
         # ``lerp(a, b, 1) = b - (b - a) * 0 = b`` and ``lerp(a, b, 0) = a``): torch's float->bool comparisons,
@@ -159,8 +159,10 @@ class BatchedDeceptivePointMass(TorchVectorEnv):
         d = torch.sub(p, self._discs).square_()
         inside = torch.add(d[:, 0], d[:, 1]).lt_(self._disc_radii_sq)
         in_goal, in_decoy = inside[0], inside[1]
-        reward = torch.mul(in_decoy, self._decoy_reward).add_(in_goal, alpha=lay.goal_reward)
-        return reward, in_goal.to(torch.bool)
+        reward = torch.mul(in_decoy, self._decoy_reward)
+        if self._host_reads_are_free and float(in_goal.max()) == 0.0:
+            return reward, None  # no mass is in the goal disc: nothing terminates (on CPU a free host read)
+        return reward.add_(in_goal, alpha=lay.goal_reward), in_goal.to(torch.bool)
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
         # scale the rows (contiguous), then one transposed copy into the [N, 5] observation
