@@ -397,11 +397,14 @@ def _point_mass_events(env) -> None:  # masses driving into the wall, at the goa
     ],
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_in_place_step_matches_the_plain_math(cls, reference, events, scale, dtype) -> None:
+@pytest.mark.parametrize("skips", [True, False], ids=["cpu-skips", "device-path"])
+def test_in_place_step_matches_the_plain_math(cls, reference, events, scale, dtype, skips) -> None:
     """The fused, in-place step (float masks, lerp selects, skipped checks, the time-limit bound) computes the
-    plain out-of-place math: next state, observation, reward, terminated, truncated and the autoreset."""
+    plain out-of-place math: next state, observation, reward, terminated, truncated and the autoreset. Without
+    ``skips`` the env takes the path of a GPU (no host reads to rule out the wall and goal tests)."""
     n, horizon = 48, 23
     env = cls(num_envs=n, max_episode_steps=horizon, dtype=dtype)
+    env._host_reads_are_free = skips
     env.reset(seed=0)
     g = torch.Generator().manual_seed(1)
     elapsed = torch.zeros(n, dtype=torch.long)
