@@ -55,10 +55,11 @@ __all__ = [
 
 
 def encoder_config(vocab_size: int, *, d_model: int = 128, n_layers: int = 2, n_heads: int = 4,
-                   d_ff: int | None = None, max_seq_len: int = 64):  # fmt: skip
-    """The BERT-style encoder of the miniature: bidirectional, learned positions, LayerNorm, GELU, biases."""
+                   d_ff: int | None = None, max_seq_len: int = 64, positions: str = "rope"):  # fmt: skip
+    """The BERT-style encoder of the miniature: bidirectional, LayerNorm, GELU, biases; RoPE positions by
+    default (BERT's ``"learned"`` ones train slower at our budget: see the README)."""
     from icml24.language.transformer import TransformerConfig
 
     return TransformerConfig(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-                             d_ff=d_ff, max_seq_len=max_seq_len, causal=False, positions="learned",
+                             d_ff=d_ff, max_seq_len=max_seq_len, causal=False, positions=positions,
                              norm="layernorm", mlp="gelu", bias=True, tie_embeddings=True)  # fmt: skip

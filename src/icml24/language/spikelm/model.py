@@ -177,7 +177,7 @@ class SpikeLM(TransformerLM):
 
     Args:
         config: the transformer's shape; SpikeLM's BERT-style encoder is ``causal=False,
-            positions="learned", norm="layernorm", mlp="gelu", bias=True``.
+            positions="rope", norm="layernorm", mlp="gelu", bias=True``.
         spiking: the neuron and time steps (:class:`SpikeLMConfig`).
 
     ``forward(input_ids) -> logits (B, L, vocab)`` as for the parent; internally ``(T * B, L, d)``.

@@ -1,6 +1,6 @@
 """Miniature reproduction of SpikeLM (Xing et al., ICML 2024).
 
-A BERT-style character encoder (the shared transformer: bidirectional, learned positions, LayerNorm, GELU)
+A BERT-style character encoder (the shared transformer: bidirectional, RoPE, LayerNorm, GELU)
 is trained from scratch with BERT's masked-LM objective on the standard library's docstrings, in four
 forms with identical shape, data, steps and optimiser (matched training budget):
 
@@ -262,7 +262,9 @@ REPRODUCTION = Reproduction(
         "A 2-layer, d=48 character encoder (~60 k parameters) trained from scratch for 150 (quick) / 300 (full) "
         "AdamW steps on ~0.5 M characters of Python standard-library docstrings, not BERT-base pretrained on "
         "Wikipedia+BookCorpus and fine-tuned on GLUE; no generative (BART) experiment.",
-        "Pre-LN blocks of the shared transformer (BERT is post-LN); spikes are placed as in the official "
+        "Pre-LN blocks of the shared transformer (BERT is post-LN) with rotary positions (BERT learns absolute "
+        "ones; in a pilot the full-precision encoder reached 31% held-out accuracy after 300 steps with RoPE "
+        "and 22% with learned positions); keys are spiked after the rotation. Spikes are placed as in the official "
         "spike_bert.py (inputs of Q/K/V, output, FFN up and down projections; K and V after projection). One "
         "neuron feeds Q, K and V (the code's three neurons emit identical spikes with frozen alpha).",
         "The binary LIF baseline's threshold is mean|u_1| of the first batch (frozen), so that it fires at the "
