@@ -51,6 +51,12 @@ def test_gap_fractions_by_hand():
     assert R.gap_fractions({0: 0.5, 1: 0.4}, {0: 0.2, 1: 0.4}, {0: 0.44, 1: 0.3}) == [pytest.approx(0.8), pytest.approx(np.nan, nan_ok=True)]
 
 
+def test_gap_contrasts_by_hand():
+    # Seed 0 closes 80% of a 0.3 gap (contrast 0.44 - 0.35 = +0.09); seed 1 closes 25% of 0.2 (-0.05).
+    out = R.gap_contrasts({0: 0.5, 1: 0.6}, {0: 0.2, 1: 0.4}, {0: 0.44, 1: 0.45})
+    assert out == [pytest.approx(0.09), pytest.approx(-0.05)]
+
+
 def test_a_closed_gap_and_a_knob_trade_off_are_supported():
     rng = np.random.default_rng(0)
     res = make_results(rng, ann=0.45, binary=0.25, elastic=0.42, sd=0.005, seeds=4,
