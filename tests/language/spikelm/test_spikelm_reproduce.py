@@ -23,7 +23,8 @@ def make_results(rng: np.random.Generator, *, ann: float, binary: float, elastic
                  knob: dict[float, tuple[float, float]] | None = None) -> list[JobResult]:  # fmt: skip
     """Hand-made results: mean accuracies per variant with per-seed noise ``sd``; ``knob`` maps k to
     (accuracy, firing rate) for the extra k of the frequency sweep."""
-    means = {"ann": ann, "binary": binary, "ternary": (binary + elastic) / 2, "elastic": elastic}
+    means = {"ann": ann, "binary": binary, "binary_data": binary - 0.05, "ternary": (binary + elastic) / 2,
+             "elastic": elastic}
     out = []
     for name, spiking in R.VARIANTS.items():
         cfg = {"variant": name, "spiking": spiking, "setup": R.SETUP["smoke"]}
@@ -41,9 +42,9 @@ def _check(analysis, cid):
 
 
 def test_jobs_per_scale():
-    assert len(R.build_jobs("quick", None)) == 4 * R.DEFAULT_SEEDS["quick"]
+    assert len(R.build_jobs("quick", None)) == 5 * R.DEFAULT_SEEDS["quick"]
     full = R.build_jobs("full", None)
-    assert len(full) == (4 + 1 + 2) * R.DEFAULT_SEEDS["full"]
+    assert len(full) == (5 + 2) * R.DEFAULT_SEEDS["full"]
     assert {j.config["spiking"].get("alpha_init_factor") for j in full if j.experiment == "knob"} == {1.0, 4.0}
 
 
@@ -76,7 +77,20 @@ def test_a_small_closed_fraction_refutes_the_claim():
     a = R.analyze(res, "quick")
     assert _check(a, "gap-closed").verdict == "not_supported"
     assert _check(a, "elastic-beats-binary").verdict == "supported"  # better than binary, but not by most of the gap
+    assert "threshold 1" in _check(a, "gap-closed").evidence  # the better binary baseline is the reference
     assert a.verdict == "not_supported"
+
+
+def test_the_gap_is_measured_from_the_better_binary_baseline():
+    rng = np.random.default_rng(3)
+    res = make_results(rng, ann=0.45, binary=0.25, elastic=0.42, sd=0.005, seeds=4)
+    # Make the data-threshold binary the stronger one (0.40): then SpikeLM closes only 40% of its gap.
+    for r in res:
+        if r.job.config.get("variant") == "binary_data":
+            r.metrics["accuracy"] += 0.20
+    a = R.analyze(res, "quick")
+    assert "data threshold" in _check(a, "gap-closed").evidence
+    assert _check(a, "gap-closed").verdict == "not_supported"
 
 
 def test_a_knob_that_does_not_trade_refutes_the_second_claim():

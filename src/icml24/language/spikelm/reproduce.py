@@ -5,8 +5,8 @@ is trained from scratch with BERT's masked-LM objective on the standard library'
 forms with identical shape, data, steps and optimiser (matched training budget):
 
 * full precision (ANN), the upper bound;
-* binary LIF spikes {0, 1} (threshold ``mean|u_1|`` from the first batch, so the baseline fires from the
-  start; at full scale also the fixed threshold 1 of the notes);
+* binary LIF spikes {0, 1}, with the fixed threshold 1 of the notes and with the threshold ``mean|u_1|``
+  of the first batch (the stronger of the two, by mean accuracy, is the baseline of the decisive test);
 * ternary spikes {-1, 0, 1} with fixed amplitude 1;
 * SpikeLM's elastic bi-spiking (the code's defaults: ``alpha_t = 2 mean|u_t|``, T = 4).
 
@@ -57,17 +57,17 @@ SETUP = {
 }  # fmt: skip
 VARIANTS = {
     "ann": {"neuron": "none"},
-    "binary": {"neuron": "binary", "lif_threshold": "data"},
+    "binary": {"neuron": "binary", "lif_threshold": 1.0},
+    "binary_data": {"neuron": "binary", "lif_threshold": "data"},
     "ternary": {"neuron": "ternary"},
     "elastic": {"neuron": "elastic", "alpha_init_factor": 2.0},
 }
-FULL_ONLY_VARIANTS = {"binary_fixed": {"neuron": "binary", "lif_threshold": 1.0}}
 KNOB = {"smoke": (), "quick": (), "full": (1.0, 4.0)}
 """Extra amplitude factors ``k`` of the frequency sweep (k = 2 is the ``elastic`` variant)."""
 NAMES = {
     "ann": "full precision (ANN)",
-    "binary": "binary LIF {0,1}, data threshold",
-    "binary_fixed": "binary LIF {0,1}, threshold 1",
+    "binary": "binary LIF {0,1}, threshold 1",
+    "binary_data": "binary LIF {0,1}, data threshold",
     "ternary": "ternary {-1,0,1}, amplitude 1",
     "elastic": "SpikeLM elastic bi-spiking (k=2)",
 }
@@ -114,9 +114,8 @@ def run_variant(config: dict, seed: int) -> dict:
 
 def build_jobs(scale: str, seeds: int | None) -> list[Job]:
     seed_list = seeds_for(scale, seeds, DEFAULT_SEEDS)
-    variants = dict(VARIANTS, **(FULL_ONLY_VARIANTS if scale == "full" else {}))
     jobs = []
-    for name, spiking in variants.items():
+    for name, spiking in VARIANTS.items():
         cfg = {"variant": name, "spiking": spiking, "setup": SETUP[scale]}
         jobs += [Job(SLUG, "variants", f"{__name__}:run_variant", cfg, s) for s in seed_list]
     for k in KNOB[scale]:
@@ -161,7 +160,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     acc = {name: _by_seed(rs, "accuracy") for name, rs in groups.items()}
     checks = []
     rows = []
-    for name in [*VARIANTS, *FULL_ONLY_VARIANTS]:
+    for name in VARIANTS:
         rs = groups.get(name, [])
         if not rs:
             continue
@@ -181,14 +180,16 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             note=f"Unigram baseline (always the most frequent character): {unigram:.3f}. Energy: ACs at 0.9 pJ vs "
                  "MACs at 4.6 pJ (Horowitz 2014) over the six projections and two attention products per block.",
         ))  # fmt: skip
-    have = all(n in acc for n in ("ann", "binary", "elastic"))
-    if have:
+    binaries = [n for n in ("binary", "binary_data") if n in acc]
+    # Baselines get the same care as the method: the gap is measured from the better binary baseline.
+    best = max(binaries, key=lambda n: np.mean(list(acc[n].values()))) if binaries else None
+    if best is not None and "ann" in acc and "elastic" in acc:
         # "Closes more than half of the gap": elastic - binary > (ann - binary) / 2, i.e. the paired contrast
         # elastic - (ann + binary) / 2 > 0 per seed. A contrast, not the per-seed ratio, so that a seed with a
         # small gap cannot blow the statistic up; the ratio of the mean gaps is reported beside it.
-        contrast = gap_contrasts(acc["ann"], acc["binary"], acc["elastic"])
-        fractions = gap_fractions(acc["ann"], acc["binary"], acc["elastic"])
-        e, b, a = (np.mean(list(acc[k].values())) for k in ("elastic", "binary", "ann"))
+        contrast = gap_contrasts(acc["ann"], acc[best], acc["elastic"])
+        fractions = gap_fractions(acc["ann"], acc[best], acc["elastic"])
+        e, b, a = (np.mean(list(acc[k].values())) for k in ("elastic", best, "ann"))
         ratio = (e - b) / (a - b) if a > b else math.nan
         d = decide.compare_to_value(contrast, 0.0, alternative="greater",
                                     effect_name="accuracy of SpikeLM - midpoint of the binary and ANN accuracies")  # fmt: skip
@@ -196,13 +197,14 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             id="gap-closed",
             claim="SpikeLM closes most (more than half) of the accuracy gap between binary spikes and the "
                   "full-precision model",
-            evidence=f"share of the mean gap closed {ratio:.2f}; per-seed shares {np.round(fractions, 2).tolist()}",
+            evidence=f"binary baseline: {NAMES[best]} (the better of {len(binaries)}); share of the mean gap closed "
+                     f"{ratio:.2f}; per-seed shares {np.round(fractions, 2).tolist()}",
         ))  # fmt: skip
-        for a, b, cid, claim, decisive in (
-            ("ann", "binary", "ann-beats-binary", "the gap exists: the ANN beats binary spikes", False),
-            ("elastic", "binary", "elastic-beats-binary", "SpikeLM beats binary spikes", False),
-            ("ann", "elastic", "ann-beats-elastic", "the ANN stays above SpikeLM (spiking still costs accuracy)", False),
-        ):  # fmt: skip
+        pairs = [("ann", best, "ann-beats-binary", "the gap exists: the ANN beats the better binary baseline", False)]
+        pairs += [("elastic", n, f"elastic-beats-{n.replace('_', '-')}", f"SpikeLM beats the {NAMES[n]}", False)
+                  for n in binaries]  # fmt: skip
+        pairs += [("ann", "elastic", "ann-beats-elastic", "the ANN stays above SpikeLM (spiking still costs accuracy)", False)]
+        for a, b, cid, claim, decisive in pairs:
             x, y = _paired(acc[a], acc[b])
             d = decide.compare(x, y, paired=True, alternative="greater",
                                effect_name=f"accuracy: {NAMES[a]} - {NAMES[b]} (paired by seed)")  # fmt: skip
@@ -277,9 +279,9 @@ REPRODUCTION = Reproduction(
         "and 22% with learned positions); keys are spiked after the rotation. Spikes are placed as in the official "
         "spike_bert.py (inputs of Q/K/V, output, FFN up and down projections; K and V after projection). One "
         "neuron feeds Q, K and V (the code's three neurons emit identical spikes with frozen alpha).",
-        "The binary LIF baseline's threshold is mean|u_1| of the first batch (frozen), so that it fires at the "
-        "activation scale of an N(0, 0.02)-initialised network; the fixed threshold 1 of the notes is run at full "
-        "scale as a second baseline. Its membrane decay is 0.25 (SpikeLM's carry factor) with hard reset.",
+        "Two binary LIF baselines: the notes' threshold 1, and a threshold mean|u_1| of the first batch (frozen: "
+        "SpikeLM's rule at k = 2); the gap is measured from the better one. Membrane decay 0.25 (SpikeLM's carry "
+        "factor), hard reset.",
         "'Most of the gap' is read as more than half; the paper states no number for it.",
         "Matched compute means the same architecture, data, steps and optimiser; the spiking models run T = 4 "
         "time steps per forward pass, so they spend about 4x the training FLOPs of the ANN.",
