@@ -58,6 +58,7 @@ FUZZ_CASES = [
          invalid={"num_envs": BAD_N, "layout": [{"goal": (0, 0)}, "open"], "max_episode_steps": BAD_STEPS}),
     dict(fn=BatchedMultiGoalPointMass, kwargs={"num_envs": 4, "goals": ((1.0, 1.0), (-1.0, -1.0))},
          invalid={"num_envs": BAD_N, "goals": [(), ((1.0,),), ((1.0, float("nan")),), "corners", None],
+                  "fixed_task": [2, -1, 0.5, "0", True],
                   "layout": [{"goal": (0, 0)}, "open"], "max_episode_steps": BAD_STEPS}),
     dict(fn=pendulum_step, args=(torch.zeros(3, 1),),
          invalid={"actions": [torch.zeros(2, 1), torch.zeros(3), torch.full((3, 1), float("nan")),

@@ -333,6 +333,14 @@ def test_multi_goal_point_mass_draws_tasks_uniformly_and_rejects_bad_goals() -> 
     for bad in ((), ((1.0,),), ((1.0, float("nan")),), "corners"):
         with pytest.raises((TypeError, ValueError), match="goals"):
             BatchedMultiGoalPointMass(num_envs=2, goals=bad)
+    fixed = BatchedMultiGoalPointMass(num_envs=50, fixed_task=2, max_episode_steps=3)
+    fixed.reset(seed=0)
+    for _ in range(4):  # through an autoreset
+        obs, *_ = fixed.step(torch.zeros(50, 2))
+        assert (fixed.task() == 2).all() and (obs[:, 7] == 1.0).all()
+    for bad in (4, -1):
+        with pytest.raises(ValueError, match="fixed_task"):
+            BatchedMultiGoalPointMass(num_envs=2, fixed_task=bad)
 
 
 # ---- the fused in-place step against the plain math, with walls, goals, time limits and partial resets ----------

@@ -14,7 +14,7 @@ from icml24.rl.sapg.reproduce import (
     rule_power,
     sapg_vs_ppo_check,
     saturation_check,
-    simulate_returns,
+    simulate_rates,
 )
 
 
@@ -57,17 +57,17 @@ def _results(ppo: dict[int, list[float]], sapg: dict[int, list[float]]) -> list[
             for seed, v in enumerate(values):
                 job = Job("sapg", "scaling", "icml24.rl.sapg.reproduce:run_point_mass",
                           {"method": method, "num_envs": n, "iterations": 40}, seed)  # fmt: skip
-                out.append(JobResult(job, "ok", {"final_return": v, "success_rate": float(v > 15),
-                                                 "discovered": float(v > 15), "optimizer_steps": 800}))  # fmt: skip
+                out.append(JobResult(job, "ok", {"success_rate": v, "final_return": 9.0 + 11.0 * v,
+                                                 "goals_discovered": round(4 * v), "optimizer_steps": 800}))  # fmt: skip
     return out
 
 
-FLAT = [9.0, 20.0, 8.0, 20.0, 9.5, 7.0, 20.0, 8.5, 9.0, 19.5]
+FLAT = [0.0, 0.25, 0.02, 0.24, 0.05, 0.0, 0.5, 0.22, 0.01, 0.26]
 
 
 def test_rule_supported_when_ppo_is_flat_and_sapg_clearly_better() -> None:
-    flat = FLAT * 2  # 20 seeds: the slope's interval is narrow enough to show it below 1 per doubling
-    a = analyze(_results({128: flat, 512: flat[::-1], 2048: flat}, {2048: [20.0, 19.5, 20.0, 19.8] * 3}), "full")
+    flat = FLAT * 2  # 20 seeds: the slope's interval is narrow enough to show it below 0.05 per doubling
+    a = analyze(_results({128: flat, 512: flat[::-1], 2048: flat}, {2048: [0.75, 0.5, 0.7, 0.72] * 3}), "full")
     by_id = {c.id: c for c in a.checks}
     assert by_id["ppo_saturates"].verdict == "supported"
     assert by_id["sapg_beats_saturated_ppo"].verdict == "supported" and a.verdict == "supported"
@@ -75,8 +75,8 @@ def test_rule_supported_when_ppo_is_flat_and_sapg_clearly_better() -> None:
 
 
 def test_rule_is_inconclusive_when_ppo_still_improves_even_if_sapg_is_better() -> None:
-    rising = {128: [1.0, 2.0, 1.5, 0.5] * 3, 512: [9.0, 10.0, 9.5, 8.5] * 3, 2048: [18.0, 19.0, 18.5, 17.5] * 3}
-    a = analyze(_results(rising, {2048: [20.0] * 12}), "full")
+    rising = {128: [0.0, 0.05, 0.02, 0.01] * 3, 512: [0.25, 0.3, 0.24, 0.22] * 3, 2048: [0.5, 0.52, 0.48, 0.55] * 3}
+    a = analyze(_results(rising, {2048: [0.9] * 12}), "full")
     by_id = {c.id: c for c in a.checks}
     assert by_id["ppo_saturates"].verdict == "not_supported"
     assert by_id["sapg_beats_saturated_ppo"].verdict == "inconclusive" and a.verdict == "inconclusive"
@@ -84,10 +84,10 @@ def test_rule_is_inconclusive_when_ppo_still_improves_even_if_sapg_is_better() -
 
 
 def test_rule_not_supported_needs_evidence_sapg_worse_or_equivalent() -> None:
-    flat = {128: [9.0, 9.5, 8.5, 9.2] * 4, 512: [9.1, 9.4, 8.8, 9.0] * 4, 2048: [9.0, 9.3, 8.9, 9.1] * 4}
-    equal = analyze(_results(flat, {2048: [9.2, 8.9, 9.1, 9.0] * 4}), "full")
-    assert equal.verdict == "not_supported"  # TOST: |SAPG - PPO| < 2 shown
-    noisy = analyze(_results({128: FLAT, 512: FLAT, 2048: FLAT}, {2048: [20.0, 8.0, 9.0, 20.0, 7.0, 8.0]}), "full")
+    flat = {128: [0.2, 0.22, 0.18, 0.21] * 4, 512: [0.21, 0.2, 0.19, 0.2] * 4, 2048: [0.2, 0.23, 0.19, 0.21] * 4}
+    equal = analyze(_results(flat, {2048: [0.22, 0.19, 0.21, 0.2] * 4}), "full")
+    assert equal.verdict == "not_supported"  # TOST: |SAPG - PPO| < 0.1 shown
+    noisy = analyze(_results({128: FLAT, 512: FLAT, 2048: FLAT}, {2048: [0.75, 0.0, 0.02, 0.5, 0.0, 0.25]}), "full")
     assert noisy.verdict == "inconclusive"  # SAPG not shown better, not shown equal or worse
 
 
@@ -101,27 +101,30 @@ def test_analyze_tolerates_missing_results() -> None:
 
 def test_power_of_the_rule_at_the_full_seed_count() -> None:
     """The README's "Could this have failed?" numbers: at 20 seeds on PPO's grid, a paper-sized effect
-    (discovery 0.2 -> 0.8, PPO flat) is detected most of the time; no effect is rarely called supported."""
+    (each goal found with probability 0.15 -> 0.6, PPO flat) is detected most of the time; no effect is rarely
+    called supported."""
     ns = PLANS["full"]["ppo_ns"]
-    big = rule_power(20, ns, p_ppo=0.2, p_sapg=0.8, n_sims=200, seed=1)
-    none = rule_power(20, ns, p_ppo=0.5, p_sapg=0.5, n_sims=200, seed=2)
-    assert big["supported"] >= 0.6, big
+    big = rule_power(20, ns, p_ppo=0.15, p_sapg=0.6, n_sims=200, seed=1)
+    none = rule_power(20, ns, p_ppo=0.15, p_sapg=0.15, n_sims=200, seed=2)
+    assert big["supported"] >= 0.8, big
     assert none["supported"] <= 0.1, none
-    assert big["premise"] >= 0.6  # saturation of a truly flat PPO is shown most of the time
-    small = rule_power(4, PLANS["quick"]["ppo_ns"], p_ppo=0.2, p_sapg=0.8, n_sims=200, seed=3)
+    assert big["premise"] >= 0.8  # saturation of a truly flat PPO is shown most of the time
+    small = rule_power(4, PLANS["quick"]["ppo_ns"], p_ppo=0.15, p_sapg=0.6, n_sims=200, seed=3)
     assert small["supported"] < big["supported"]  # quick's 4 seeds have less power
 
 
-def test_simulated_returns_have_the_pilot_shape() -> None:
+def test_simulated_rates_have_the_pilot_shape() -> None:
     rng = np.random.default_rng(0)
-    x = simulate_returns(rng, 1.0, 1000)
-    assert (x > 18).all() and (x <= 20).all()
-    y = simulate_returns(rng, 0.0, 1000)
-    assert (y >= 0).all() and abs(float(y.mean()) - 6.0) < 0.6
+    x = simulate_rates(rng, 1.0, 1000)
+    assert (x >= 0.6).all() and (x <= 1.0).all()
+    y = simulate_rates(rng, 0.0, 1000)
+    assert (y >= 0).all() and (y <= 0.1).all()
+    z = simulate_rates(rng, 0.25, 4000)
+    assert abs(float(z.mean()) - (0.25 * 0.8 + 0.75 * 0.05)) < 0.01
 
 
 def test_checks_carry_rule_effect_and_interval() -> None:
-    prem = saturation_check([128] * 5 + [512] * 5, [9.0, 9.5, 8.5, 9.2, 9.1] * 2)
-    main = sapg_vs_ppo_check([20.0, 19.0, 20.0], [9.0, 9.5, 8.0], 512, prem)
+    prem = saturation_check([128] * 5 + [512] * 5, [0.2, 0.25, 0.15, 0.22, 0.21] * 2)
+    main = sapg_vs_ppo_check([0.8, 0.7, 0.75], [0.2, 0.25, 0.1], 512, prem)
     for c in (prem, main):
         assert c.rule and c.ci is not None and c.n >= 3 and c.effect_name

@@ -241,6 +241,7 @@ class BatchedMultiGoalPointMass(TorchVectorEnv):
     which is what a comparison over seeds needs (the single-goal return is two-valued, about 20 or about 9).
 
     State ``(x, y, v_x, v_y, t, k)``; observation ``(x / 3, y / 3, v_x, v_y, t / H, onehot(k))``.
+    ``fixed_task=k`` makes every episode task ``k`` (to evaluate a policy task by task).
     """
 
     def __init__(
@@ -249,6 +250,7 @@ class BatchedMultiGoalPointMass(TorchVectorEnv):
         num_envs: int,
         goals: Sequence[tuple[float, float]] = DEFAULT_MULTI_GOALS,
         layout: PointMassLayout | None = None,
+        fixed_task: int | None = None,
         max_episode_steps: int = 100,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
@@ -265,6 +267,11 @@ class BatchedMultiGoalPointMass(TorchVectorEnv):
                 _checks.real("goals", v)
         self.goals = tuple((float(g[0]), float(g[1])) for g in goals)
         k = len(self.goals)
+        if fixed_task is not None:
+            fixed_task = _checks.integer("fixed_task", fixed_task, low=0)
+            if fixed_task >= k:
+                raise ValueError(f"fixed_task must be in [0, {k}) (one of the {k} goals), got {fixed_task}")
+        self.fixed_task = fixed_task
         high = np.concatenate([[2.0, 2.0, 5.0, 5.0, 1.0], np.ones(k)]).astype(np.float32)
         low = np.concatenate([[-2.0, -2.0, -5.0, -5.0, 0.0], np.zeros(k)]).astype(np.float32)
         self.single_observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
@@ -282,8 +289,11 @@ class BatchedMultiGoalPointMass(TorchVectorEnv):
         s = self.layout.start_noise
         state = torch.zeros(6, n, device=self.device, dtype=self.dtype)
         state[0:2] = self._uniform(n, [-s, -s], [s, s])
-        task = torch.randint(self.num_goals, (n,), generator=self.generator, device=self.device)
-        state[5] = task.to(self.dtype)
+        if self.fixed_task is None:
+            task = torch.randint(self.num_goals, (n,), generator=self.generator, device=self.device)
+            state[5] = task.to(self.dtype)
+        else:
+            state[5] = float(self.fixed_task)
         return state
 
     def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
