@@ -28,6 +28,10 @@ def test_smoke_reproduction_runs_and_analyzes() -> None:
     for r in results:
         assert 0.0 <= r.metrics["success_rate"] <= 1.0
         assert r.metrics["optimizer_steps"] >= 1
+        if r.job.experiment == "scaling":  # the multi-goal task, evaluated task by task
+            rates = r.metrics["task_success_rates"]
+            assert len(rates) == 4 and r.metrics["success_rate"] == pytest.approx(float(np.mean(rates)))
+            assert r.metrics["goals_discovered"] == sum(x >= 0.5 for x in rates)
 
 
 def test_job_is_deterministic() -> None:
