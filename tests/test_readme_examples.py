@@ -124,3 +124,33 @@ def test_readme_examples_run(name, path, tmp_path, monkeypatch, capsys):
             raise
     assert os.getcwd() == str(tmp_path)
     assert capsys.readouterr().out.strip(), f"{name}: the example prints its result"
+
+
+def _level2_headings(text: str) -> list[str]:
+    out, fence = [], False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fence = not fence
+        elif not fence and line.startswith("## "):
+            out.append(line[3:].strip())
+    return out
+
+
+@pytest.mark.parametrize("name,path", PAPER_READMES, ids=[name for name, _ in PAPER_READMES])
+def test_paper_readme_opens_with_its_your_data_example(name, path):
+    """Issue 13: each paper README *opens* with its "use it on your data" example (its first section)."""
+    headings = _level2_headings(path.read_text(encoding="utf-8"))
+    assert headings and "your data" in headings[0].lower(), f"{name}: first section is {headings[:1]}, not 'Use it on your data'"
+
+
+def test_top_level_readme_has_an_example_for_every_field():
+    """Issue 13: the top-level README gains one runnable example per field of the implemented papers."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Use it on your data")
+    section = text[start : text.index("\n## ", start + 1)]
+    fields = {p.field for p in catalogue.implemented()}
+    for field in sorted(fields):
+        # "**field** (paper, link):" directly followed by its python block
+        entry = re.search(rf"^\*\*{re.escape(field)}\*\* [^\n]*\n\s*```python\n", section, flags=re.M)
+        assert entry, f"the top-level README has no example for the field {field!r}"
+    assert len(example_blocks(section)) >= len(fields)
