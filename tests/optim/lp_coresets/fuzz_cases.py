@@ -37,10 +37,10 @@ BAD_P = [0.0, -1.0, float("nan"), float("inf"), "2", None, True]
 BAD_RNG = [-1, 1.5, "seed"]
 
 
-def fit_multiple_lp_coreset(A, B, p=1.5, k=20, mix=None, pilot_size=None, scheme="poisson", random_state=0):
-    """MultipleLpCoreset(...).fit(A, B): the estimator checks its hyperparameters in fit (sklearn)."""
+def fit_multiple_lp_coreset(X, y, p=1.5, k=20, mix=None, pilot_size=None, scheme="poisson", random_state=0):
+    """MultipleLpCoreset(...).fit(X, y) (X = A, y = B): the estimator checks its hyperparameters in fit (sklearn)."""
     return MultipleLpCoreset(p=p, k=k, mix=mix, pilot_size=pilot_size, scheme=scheme,
-                             random_state=random_state).fit(A, B)  # fmt: skip
+                             random_state=random_state).fit(X, y)  # fmt: skip
 
 
 def coreset_cost(indices, weights, A, B, X, p):
@@ -85,7 +85,7 @@ FUZZ_CASES = [
                   "A": BAD_MATRIX, "X": [X[:1]], "p": BAD_P},
          covers=(Coreset,)),
     dict(fn=fit_multiple_lp_coreset, args=(A, B),
-         invalid={"A": BAD_MATRIX, "B": [B[:4], "B"], "p": BAD_P, "k": [0, 41, 2.5, "k"],
+         invalid={"X": BAD_MATRIX, "y": [B[:4], "B"], "p": BAD_P, "k": [0, -3, 2.5, "k"],
                   "mix": [-0.5, 1.5, "m"], "pilot_size": [-1, 41, 1.5], "scheme": ["x"],
                   "random_state": BAD_RNG},
          covers=(MultipleLpCoreset,)),

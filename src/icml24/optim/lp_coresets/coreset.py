@@ -36,6 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils import check_array
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from icml24.optim.lp_coresets._validation import (
     check_distribution,
@@ -194,12 +197,20 @@ def sample_coreset(
     raise ValueError(f"scheme must be 'poisson' or 'iid', got {scheme!r}")
 
 
-class MultipleLpCoreset:
-    """A strong coreset for ``min_X ||AX - B||_{p,p}^p`` whose size does not depend on ``m`` (estimator API).
+class MultipleLpCoreset(RegressorMixin, BaseEstimator):
+    """A strong coreset for ``min_X ||AX - B||_{p,p}^p`` whose size does not depend on ``m``, as a
+    scikit-learn multi-output regressor (it passes ``parametrize_with_checks``).
+
+    ``fit(A, B)`` (scikit-learn's ``X, y``: the design matrix ``A`` (n, d) and the ``m`` responses ``B``
+    (n, m) or (n,)) builds the coreset; :meth:`solve` minimises the coreset objective (the weak-coreset
+    solution, (d, m)); ``predict(A_new) = A_new @ solve()`` (no intercept: add a column of ones to ``A`` for
+    one) and ``score`` is scikit-learn's R^2 of those predictions. ``fit`` only builds the coreset, so that
+    its cost is the coreset's; ``predict`` solves on the coreset rows each call (``k`` rows, milliseconds).
 
     Args:
         p: the norm, ``p > 0`` (the solver needs ``p >= 1``).
-        k: expected coreset size, ``1 <= k <= n``.
+        k: expected coreset size, ``k >= 1``; capped at ``n`` (with Poisson sampling ``k = n`` keeps every
+            row with weight 1: nothing to compress).
         mix: weight of the residual-mass term in the sampling distribution (the rest is Lewis weights);
             ``None`` (default) is the row-sensitivity bound of the module docstring.
         pilot_size: rows of the Lewis-sampled pilot set used to get ``X0`` (default ``min(n, 20 d)``);
@@ -208,7 +219,7 @@ class MultipleLpCoreset:
         random_state: seed or ``np.random.Generator``.
 
     Attributes after :meth:`fit`: ``indices_``, ``weights_``, ``probabilities_`` (q), ``lewis_weights_``,
-    ``X0_`` (the pilot solution), ``A_``, ``B_`` (the coreset rows).
+    ``X0_`` (the pilot solution), ``A_``, ``B_`` (the coreset rows), ``n_features_in_``, ``n_outputs_``.
     """
 
     def __init__(
@@ -228,22 +239,14 @@ class MultipleLpCoreset:
         self.scheme = scheme
         self.random_state = random_state
 
-    def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in ("p", "k", "mix", "pilot_size", "scheme", "random_state")}
-
-    def set_params(self, **params: object) -> MultipleLpCoreset:
-        for key, value in params.items():
-            if key not in self.get_params():
-                raise ValueError(f"unknown parameter {key!r}")
-            setattr(self, key, value)
-        return self
-
-    def fit(self, A: np.ndarray, B: np.ndarray) -> MultipleLpCoreset:
-        A = check_matrix(A, "A")
+    def fit(self, X: np.ndarray, y: np.ndarray) -> MultipleLpCoreset:
+        """Build the coreset of the rows of ``X`` (= ``A``) for the responses ``y`` (= ``B``)."""
+        X, y = _validate_fit_data(self, X, y)
+        A = X
         n, d = A.shape
-        B = check_responses(B, n)
+        B = check_responses(y, n, "y")
         p = check_p(self.p)
-        k = check_k(self.k, n)
+        k = min(check_int(self.k, "k", lo=1), n)  # k >= n: every row (Poisson: weight 1)
         if self.scheme not in ("poisson", "iid"):
             raise ValueError(f"scheme must be 'poisson' or 'iid', got {self.scheme!r}")
         if self.mix is not None:
@@ -266,7 +269,22 @@ class MultipleLpCoreset:
         self.weights_ = cs.weights
         self.A_ = A[cs.indices]
         self.B_ = B[cs.indices]
+        self.n_outputs_ = int(B.shape[1])
+        self._single_output = y.ndim == 1
         return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """``X @ solve()``: (n,) when ``fit`` got one response as a 1-D ``y``, else (n, m)."""
+        self._check_fitted()
+        X = _named(lambda: validate_data(self, X, reset=False, dtype=np.float64), "X")
+        out = X @ self.solve()
+        return out[:, 0] if self._single_output else out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
 
     @property
     def coreset_(self) -> Coreset:
@@ -285,8 +303,27 @@ class MultipleLpCoreset:
         return solve_multi_lp(self.A_, self.B_, float(self.p), self.weights_, **kwargs).X  # type: ignore[arg-type]
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "indices_"):
-            raise RuntimeError("MultipleLpCoreset is not fitted: call fit(A, B) first")
+        check_is_fitted(self, "indices_", msg="MultipleLpCoreset is not fitted: call fit(A, B) first")
+
+
+def _named(validate, name: str):
+    """Run a scikit-learn validation and say which argument failed (its messages often do not)."""
+    try:
+        return validate()
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from exc
+
+
+def _validate_fit_data(est: MultipleLpCoreset, X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's checks of ``fit(X, y)`` (its message patterns kept), each error prefixed with the
+    argument at fault."""
+    if y is None:
+        raise ValueError("MultipleLpCoreset requires y to be passed, but the target y is None (y = B, the responses)")
+    _named(lambda: check_array(X, dtype=np.float64, input_name="X"), "X (the design matrix A, n x d)")
+    _named(lambda: check_array(y, dtype=np.float64, ensure_2d=False, input_name="y"), "y (the responses B, n x m)")
+    return _named(
+        lambda: validate_data(est, X, y, multi_output=True, y_numeric=True, dtype=np.float64), "X and y"
+    )
 
 
 def uniform_probabilities(n: int) -> np.ndarray:
