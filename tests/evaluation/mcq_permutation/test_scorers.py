@@ -118,17 +118,6 @@ def test_tiny_fallback_is_deterministic_and_refuses_to_score_unfitted():
         TinyLetterModel().letter_probs("Which?", [["1", "2", "3", "4"]])
 
 
-@pytest.mark.slow
-def test_tiny_fallback_learns_above_chance_and_augmentation_beats_the_skew_under_attack():
-    fams = ["fruit", "animal", "colour", "opposite"]
-    train = generate_questions(2000, families=fams, seed=100)
-    test = generate_questions(40, families=fams, seed=1)
-    aug = score_questions(TinyLetterModel(steps=400, gold_skew=None, seed=0).fit(train), test)
-    skew = score_questions(TinyLetterModel(steps=400, gold_skew=0.4, seed=0).fit(train), test)
-    assert random_permutation_correct(aug).mean() > 0.6  # chance is 0.25 (measured 0.80)
-    assert adversarial_correct(aug).mean() > adversarial_correct(skew).mean()
-
-
 MINILM = bundled_model_missing("all-minilm-l6-v2")
 
 
