@@ -16,7 +16,6 @@ from icml24.evaluation.mcq_permutation import (
     clean_correct,
     fit_top_layers,
     generate_questions,
-    random_permutation_correct,
     score_questions,
 )
 from icml24.language.pretrained import bundled_model_missing
