@@ -50,7 +50,8 @@ def point_mass_env_step(action):
 FUZZ_CASES = [
     dict(fn=BatchedPendulum, kwargs={"num_envs": 4, "g": 10.0, "max_episode_steps": 200},
          invalid={"num_envs": BAD_N, "g": NONFINITE + [-1.0], "max_episode_steps": BAD_STEPS,
-                  "dtype": [torch.int64, "float32"], "device": ["no-such-device", 3.5]},
+                  "dtype": [torch.int64, "float32"], "device": ["no-such-device", 3.5],
+                  "autoreset_mode": ["next", "next_step", 1, None]},
          covers=(TorchVectorEnv,)),  # fmt: skip
     dict(fn=BatchedMountainCarContinuous, kwargs={"num_envs": 4, "goal_velocity": 0.0},
          invalid={"num_envs": BAD_N, "goal_velocity": NONFINITE + [-0.1], "max_episode_steps": BAD_STEPS}),

@@ -2,7 +2,8 @@
 is left to its owner). Action and reward wrappers run on the torch env itself; the numpy-arithmetic ones
 (RecordEpisodeStatistics, NormalizeReward) through ``numpy_view``; ``reset_mask`` passes through a wrapper
 stack with Gymnasium 1.x semantics. Gymnasium's *observation* wrappers refuse same-step autoreset envs
-(``Expected autoreset_mode to be NEXT_STEP or DISABLED``): a known gap, pinned by a strict xfail below."""
+(``Expected autoreset_mode to be NEXT_STEP or DISABLED``, the envs' default); they run on envs made with
+``autoreset_mode="NextStep"`` (or ``"Disabled"``) and transform exactly what the env returns."""
 
 from __future__ import annotations
 
@@ -78,15 +79,90 @@ def test_reset_mask_through_a_wrapper_stack():
     np.testing.assert_allclose(obs[1:3], base._observe(base._state)[1:3].numpy())
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="known gap (issue 13): Gymnasium's observation wrappers need NEXT_STEP or DISABLED "
-                          "autoreset; TorchVectorEnv autoresets in the same step. Remove this xfail when the "
-                          "envs offer another autoreset mode.")  # fmt: skip
-@pytest.mark.parametrize("wrapper", ["NormalizeObservation", "TransformObservation", "DtypeObservation"])
-def test_observation_wrappers(wrapper):
-    make = {
-        "NormalizeObservation": lambda e: V.NormalizeObservation(e),
-        "TransformObservation": lambda e: V.TransformObservation(e, lambda o: 2 * o),
-        "DtypeObservation": lambda e: V.DtypeObservation(e, np.float64),
-    }[wrapper]
-    _run(make(numpy_view(BatchedPendulum(num_envs=3, max_episode_steps=5))))
+OBSERVATION_WRAPPERS = {
+    "NormalizeObservation": lambda e: V.NormalizeObservation(e),
+    "TransformObservation": lambda e: V.TransformObservation(e, lambda o: 2 * o),
+    "DtypeObservation": lambda e: V.DtypeObservation(e, np.float64),
+    "RescaleObservation": lambda e: V.RescaleObservation(e, -1.0, 1.0),
+    "ClipObservation": lambda e: V.TransformObservation(e, lambda o: np.clip(o, -0.5, 0.5)),
+}
+
+
+@pytest.mark.parametrize("wrapper", sorted(OBSERVATION_WRAPPERS))
+def test_observation_wrappers_refuse_the_default_same_step_autoreset(wrapper):
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        OBSERVATION_WRAPPERS[wrapper](numpy_view(BatchedPendulum(num_envs=3, max_episode_steps=5)))
+
+
+def _twin_observations(cls, mode, steps: int, seed: int = 0) -> list[np.ndarray]:
+    """What the unwrapped env returns (reset, then ``steps`` steps of the actions ``_actions`` draws)."""
+    env = numpy_view(cls(num_envs=3, max_episode_steps=5, autoreset_mode=mode))
+    out = [env.reset(seed=seed)[0].copy()]
+    for a in _actions(env, steps):
+        out.append(env.step(a)[0].copy())
+    return out
+
+
+def _actions(env, steps: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    return [rng.uniform(-1, 1, size=env.action_space.shape).astype(np.float32) for _ in range(steps)]
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("mode", ["NextStep", "Disabled"])
+@pytest.mark.parametrize("wrapper", sorted(OBSERVATION_WRAPPERS))
+def test_observation_wrappers_on_next_step_and_disabled_envs(cls, mode, wrapper):
+    """Gymnasium's vector observation wrappers accept ``autoreset_mode`` NEXT_STEP (and DISABLED, except
+    NormalizeObservation, which needs NEXT_STEP) and transform exactly what the env returns, over episode ends
+    (max_episode_steps=5; with NEXT_STEP the sixth step only resets)."""
+    if mode == "Disabled" and wrapper == "NormalizeObservation":
+        with pytest.raises(ValueError, match="autoreset_mode"):
+            OBSERVATION_WRAPPERS[wrapper](numpy_view(cls(num_envs=3, max_episode_steps=5, autoreset_mode=mode)))
+        return
+    env = OBSERVATION_WRAPPERS[wrapper](numpy_view(cls(num_envs=3, max_episode_steps=5, autoreset_mode=mode)))
+    steps = 11 if mode == "NextStep" else 5  # NEXT_STEP: 5 steps, the reset step, 5 steps; DISABLED: 5
+    raw = _twin_observations(cls, mode, steps)
+    got = [env.reset(seed=0)[0]]
+    for a in _actions(env, steps):
+        obs, reward, term, trunc, info = env.step(a)
+        got.append(obs)
+    assert trunc.all() and all(isinstance(o, np.ndarray) and o.shape == raw[0].shape for o in got)
+    if wrapper == "TransformObservation":
+        expected = [2 * o for o in raw]
+    elif wrapper == "DtypeObservation":
+        expected = [o.astype(np.float64) for o in raw]
+        assert all(o.dtype == np.float64 for o in got)
+    elif wrapper == "ClipObservation":
+        expected = [np.clip(o, -0.5, 0.5) for o in raw]
+    elif wrapper == "RescaleObservation":
+        space = cls(num_envs=3).single_observation_space
+        expected = [-1 + 2 * (o - space.low) / (space.high - space.low) for o in raw]
+    else:  # NormalizeObservation: the running mean/var of every batch seen, the last one included
+        stacked = np.concatenate(raw)
+        np.testing.assert_allclose(env.obs_rms.mean, stacked.mean(0), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(env.obs_rms.var, stacked.var(0), rtol=1e-3, atol=1e-5)
+        expected = [got[-1]]
+        got = [(raw[-1] - env.obs_rms.mean) / np.sqrt(env.obs_rms.var + env.epsilon)]
+    for o, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(o, e, rtol=1e-5, atol=1e-6)
+
+
+def test_observation_wrapper_on_the_torch_env_itself():
+    """TransformObservation with torch arithmetic needs no numpy view."""
+    env = V.TransformObservation(BatchedPendulum(num_envs=3, max_episode_steps=5, autoreset_mode="NextStep"),
+                                 lambda o: o * 2)  # fmt: skip
+    obs, _ = env.reset(seed=0)
+    assert isinstance(obs, torch.Tensor) and float(obs.abs().max()) <= 2.0 * 8.0
+
+
+def test_record_episode_statistics_counts_episodes_right_on_a_next_step_env():
+    """RecordEpisodeStatistics leaves the reset step of NEXT_STEP out of the next episode: 5 steps each."""
+    base = BatchedPendulum(num_envs=3, max_episode_steps=5, autoreset_mode="NextStep")
+    env = V.RecordEpisodeStatistics(V.NormalizeObservation(numpy_view(base)))
+    env.reset(seed=0)
+    lengths = []
+    for _ in range(17):
+        *_, info = env.step(np.zeros((3, 1), np.float32))
+        if "episode" in info:
+            lengths.append(info["episode"]["l"].tolist())
+    assert lengths == [[5, 5, 5]] * 3 and env.episode_lengths.tolist() == [5, 5, 5]  # steps 5, 11 and 17

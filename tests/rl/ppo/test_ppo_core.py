@@ -253,6 +253,36 @@ def test_ppo_trains_on_a_plain_gymnasium_sync_vector_env_both_autoreset_modes() 
         assert np.isfinite(ev["return"])
 
 
+def test_ppo_on_a_next_step_torch_env_learns_from_the_same_transitions_as_on_same_step() -> None:
+    """A ``TorchVectorEnv`` made with ``autoreset_mode="NextStep"``: up to the first episode end PPO sees the same
+    transitions as on the default same-step env (the truncated step bootstraps from the true final observation,
+    which NEXT_STEP returns as the observation); the reset step after it is left out of the batch."""
+    import gymnasium as gym
+
+    cfg = PPOConfig(horizon=5, epochs=1, normalize_obs=False)  # obs statistics would see the reset obs at t=4
+    same = PPO(BatchedPendulum(num_envs=3, max_episode_steps=5), config=cfg, seed=0)
+    nxt = PPO(BatchedPendulum(num_envs=3, max_episode_steps=5, autoreset_mode="NextStep"), config=cfg, seed=0)
+    r_same, r_next = same.collect(), nxt.collect()
+    for key in ("obs", "next_obs", "actions", "rewards", "values", "next_values", "terminated", "dones", "valid"):
+        assert torch.equal(r_same[key], r_next[key]), key
+    assert r_next["dones"][4].all() and r_next["valid"].all()
+    torch.testing.assert_close(same.build_batch(r_same)["advantages"], nxt.build_batch(r_next)["advantages"])
+    # the next rollout opens with the reset step: not a transition, reward 0, not counted as env steps
+    r2 = nxt.collect()
+    assert not r2["valid"][0].any() and r2["valid"][1:].all() and torch.equal(r2["rewards"][0], torch.zeros(3))
+    assert nxt.env_steps == 5 * 3 + 4 * 3 and nxt.build_batch(r2)["advantages"].shape[0] == 4 * 3
+
+    env = BatchedPendulum(num_envs=3, max_episode_steps=5, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    agent = PPO(env, config=PPOConfig(horizon=12, epochs=1), seed=0)
+    rollout = agent.collect()
+    assert rollout["valid"].sum(0).tolist() == [10, 10, 10] and not rollout["valid"][[5, 11]].any()
+    assert isinstance(rollout["obs"], torch.Tensor) and np.isfinite(agent.learn(2)["policy_loss"])
+    assert np.isfinite(agent.evaluate(BatchedPendulum(num_envs=2, max_episode_steps=5, autoreset_mode="NextStep"),
+                                      seed=1)["return"])  # fmt: skip
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        PPO(BatchedPendulum(num_envs=2, autoreset_mode="Disabled"))
+
+
 def test_ppo_trains_on_a_wrapped_torch_env_without_copies() -> None:
     import gymnasium as gym
 

@@ -1,7 +1,7 @@
 """Batched and single environments with the Gymnasium API (shared by the RL papers).
 
 Batched tensor environments (``TorchVectorEnv`` subclasses) step N copies as one torch operation on any device,
-with Gymnasium's vector-env API and same-step autoreset: the deceptive point mass of the SAPG miniature, a
+with Gymnasium's vector-env API and same-step autoreset (``autoreset_mode="NextStep"`` or ``"Disabled"`` on request): the deceptive point mass of the SAPG miniature, a
 ``Pendulum-v1``-exact batched pendulum, and ``MountainCarContinuous-v0`` as a batched hard-exploration task. :func:`numpy_view` presents a torch env to
 Gymnasium's numpy-only vector wrappers (``RecordEpisodeStatistics``, ``NormalizeReward``) without copies on CPU.
 """

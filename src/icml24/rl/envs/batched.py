@@ -7,10 +7,17 @@ over ``gymnasium.Env`` objects. :class:`TorchVectorEnv` holds the state of ``num
 
 * ``reset(seed=..., options=...) -> (obs, info)`` and ``step(actions) -> (obs, reward, terminated, truncated,
   info)`` with torch tensors of leading dimension ``num_envs``;
-* Gymnasium's *same-step* autoreset (``AutoresetMode.SAME_STEP``): an environment whose episode ends is reset
-  inside the same ``step``; the returned observation is the first one of the new episode, and the observation
-  that ended the episode is in ``info["final_obs"]`` (valid where ``info["_final_obs"]`` is True), which is
-  what a learner needs to bootstrap a truncated episode;
+* Gymnasium's *same-step* autoreset (``AutoresetMode.SAME_STEP``, the default): an environment whose episode
+  ends is reset inside the same ``step``; the returned observation is the first one of the new episode, and the
+  observation that ended the episode is in ``info["final_obs"]`` (valid where ``info["_final_obs"]`` is True),
+  which is what a learner needs to bootstrap a truncated episode;
+* or, with ``autoreset_mode=AutoresetMode.NEXT_STEP`` (Gymnasium's default, which its observation wrappers
+  such as ``NormalizeObservation`` require), the semantics of ``SyncVectorEnv(autoreset_mode=NEXT_STEP)``: the
+  step that ends an episode returns its last observation, and the *next* step only resets those environments
+  (their actions are ignored; it returns the first observation of the new episode, reward 0 and terminated and
+  truncated False); with ``AutoresetMode.DISABLED`` nothing is reset automatically: the user resets finished
+  environments with ``reset(options={"reset_mask": mask})``, and stepping one before that raises. The mode is
+  ``env.metadata["autoreset_mode"]`` (per instance);
 * ``reset(options={"reset_mask": mask})`` with Gymnasium 1.x semantics: only the environments where the boolean
   ``mask`` (shape ``(num_envs,)``, numpy or torch) is True are reset; the others keep their state and step
   count, and the returned observation is the current one for them;
@@ -78,6 +85,18 @@ def as_action_tensor(
     return a
 
 
+def _as_autoreset_mode(mode: Any) -> AutoresetMode:
+    """``autoreset_mode`` as an ``AutoresetMode`` (the enum or its value: "SameStep", "NextStep", "Disabled")."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if isinstance(mode, str):
+        for m in AutoresetMode:
+            if mode in (m.value, m.name):
+                return m
+    names = ", ".join(f"AutoresetMode.{m.name} ({m.value!r})" for m in AutoresetMode)
+    raise ValueError(f"autoreset_mode must be one of {names}, got {mode!r}")
+
+
 def _as_reset_mask(mask: Any, num_envs: int, device: torch.device) -> torch.Tensor:
     """``options["reset_mask"]`` as a bool tensor on ``device`` (Gymnasium 1.x: bool, shape (num_envs,))."""
     if isinstance(mask, torch.Tensor):
@@ -118,7 +137,14 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         max_episode_steps: int,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
+        self.autoreset_mode = _as_autoreset_mode(autoreset_mode)
+        # per instance: Gymnasium's wrappers read ``env.metadata["autoreset_mode"]`` (an ``AutoresetMode``)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        # NEXT_STEP/DISABLED: the envs whose episode ended on the last step (None when there are none)
+        self._pending: torch.Tensor | None = None
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         if not isinstance(max_episode_steps, (int, np.integer)) or isinstance(max_episode_steps, bool) or (
@@ -215,19 +241,27 @@ class TorchVectorEnv(gym.vector.VectorEnv):
             if idx.numel():
                 self._state[:, idx] = self._sample_initial_state(int(idx.numel()))
                 self._episode_start[idx] = self._clock  # later starts keep _oldest_start a lower bound
+                if self._pending is not None:  # a reset env no longer waits for its (next-step) reset
+                    self._pending = self._pending & ~mask
+                    if not bool(self._pending.any()):
+                        self._pending = None
             return self._observe(self._state), {}
         self._state.copy_(self._sample_initial_state(self.num_envs))
         self._episode_start.fill_(self._clock)
         self._oldest_start = self._clock
         self._needs_reset = False
+        self._pending = None
         return self._observe(self._state), {}
 
     def step(
         self, actions: Any
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Advance every environment one step; finished ones are reset in the same call (see module doc)."""
+        """Advance every environment one step; finished ones are reset in the same call (see module doc), or
+        in the next one (``NEXT_STEP``), or not at all (``DISABLED``)."""
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
+        if not self._same_step:
+            return self._step_deferred_reset(actions)
         a = self._checked_actions(actions)
         self._raw_action = a  # for a reward on the unclipped action (MountainCarContinuous-v0)
         reward, terminated = self._dynamics(self._state, self._clip_actions(a))
@@ -256,6 +290,45 @@ class TorchVectorEnv(gym.vector.VectorEnv):
         if limit_reached:  # the truncated envs restarted: tighten the bound (one reduction per truncation step)
             self._oldest_start = int(self._episode_start.min())
         return obs, reward, terminated, truncated, info
+
+    def _step_deferred_reset(
+        self, actions: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """``step`` for ``NEXT_STEP`` and ``DISABLED``: the finished envs are not reset in the step that ends
+        their episode; with ``NEXT_STEP`` the following step resets them (as ``SyncVectorEnv`` does)."""
+        pending = self._pending
+        if pending is not None and self.autoreset_mode == AutoresetMode.DISABLED:
+            envs = pending.nonzero().squeeze(1).tolist()
+            raise RuntimeError(
+                f"autoreset_mode is DISABLED and the episodes of envs {envs} have ended: reset them with "
+                "env.reset(options={'reset_mask': mask}) before the next step"
+            )
+        a = self._checked_actions(actions)
+        self._raw_action = a
+        # Every env steps (one batched call); the pending ones are then overwritten by their reset, so their
+        # actions have no effect, as in SyncVectorEnv, where those sub-envs are reset instead of stepped.
+        reward, terminated = self._dynamics(self._state, self._clip_actions(a))
+        self._clock += 1
+        if pending is not None:
+            idx = pending.nonzero().squeeze(1)
+            self._state[:, idx] = self._sample_initial_state(int(idx.numel()))
+            self._episode_start[idx] = self._clock  # elapsed 0: these envs cannot be truncated below
+            reward = torch.where(pending, torch.zeros((), device=self.device, dtype=reward.dtype), reward)
+            if terminated is not None:
+                terminated = terminated & ~pending
+        obs = self._observe(self._state)
+        limit_reached = self._clock - self._oldest_start >= self.max_episode_steps
+        if limit_reached:
+            truncated = self._episode_start <= self._clock - self.max_episode_steps
+        else:
+            truncated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        if terminated is None:
+            terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        done = terminated | truncated
+        self._pending = done if bool(done.view(torch.uint8).any()) else None
+        if limit_reached:  # the bound stays the start of a truncated env until it is reset (next step or by hand)
+            self._oldest_start = int(self._episode_start.min())
+        return obs, reward, terminated, truncated, {}
 
     def _checked_actions(self, actions: Any) -> torch.Tensor:
         if type(actions) is torch.Tensor and actions.dtype == self.dtype and actions.device == self.device:

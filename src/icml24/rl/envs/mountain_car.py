@@ -21,6 +21,7 @@ import math
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
@@ -45,13 +46,17 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
         max_episode_steps: int = 999,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         self.goal_velocity = _checks.real("goal_velocity", goal_velocity, low=0.0)
         low = np.array([self.min_position, -self.max_speed], dtype=np.float32)
         high = np.array([self.max_position, self.max_speed], dtype=np.float32)
         self.single_observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
         self.single_action_space = spaces.Box(low=-1.0, high=1.0, shape=(1,), dtype=np.float32)
-        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        super().__init__(
+            num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype,
+            autoreset_mode=autoreset_mode,
+        )
         self._consts = {
             "power": self._const(self.power),
             "three": self._const(3.0),

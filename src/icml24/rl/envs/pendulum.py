@@ -20,6 +20,7 @@ import math
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
@@ -44,6 +45,7 @@ class BatchedPendulum(TorchVectorEnv):
         max_episode_steps: int = 200,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         self.g = _checks.real("g", g, low=0.0)
         high = np.array([1.0, 1.0, self.max_speed], dtype=np.float32)
@@ -51,7 +53,10 @@ class BatchedPendulum(TorchVectorEnv):
         self.single_action_space = spaces.Box(
             low=-self.max_torque, high=self.max_torque, shape=(1,), dtype=np.float32
         )
-        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        super().__init__(
+            num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype,
+            autoreset_mode=autoreset_mode,
+        )
         self._consts = {
             "pi": self._const(math.pi),
             "two_pi": self._const(2 * math.pi),

@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from icml24.rl import _checks
 from icml24.rl.envs.batched import TorchVectorEnv
@@ -95,6 +96,7 @@ class BatchedDeceptivePointMass(TorchVectorEnv):
         max_episode_steps: int = 100,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         self.layout = layout if layout is not None else PointMassLayout()
         if not isinstance(self.layout, PointMassLayout):
@@ -103,7 +105,10 @@ class BatchedDeceptivePointMass(TorchVectorEnv):
         self.single_observation_space = spaces.Box(low=-high, high=high, dtype=np.float32)
         self.single_action_space = spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)
         self._horizon = max_episode_steps
-        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        super().__init__(
+            num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype,
+            autoreset_mode=autoreset_mode,
+        )
         lay = self.layout
         as_t = lambda v: torch.tensor(v, device=self.device, dtype=dtype)  # noqa: E731
         # goal and decoy centres [2 discs, 2 coordinates, 1] against the [2, N] position rows, and radii^2
@@ -254,6 +259,7 @@ class BatchedMultiGoalPointMass(TorchVectorEnv):
         max_episode_steps: int = 100,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         self.layout = layout if layout is not None else PointMassLayout(walls=())
         if not isinstance(self.layout, PointMassLayout):
@@ -280,7 +286,10 @@ class BatchedMultiGoalPointMass(TorchVectorEnv):
         self.num_goals = k
         # set before super().__init__, which samples the first state
         self._goal_xy = torch.tensor(self.goals, device=torch.device(device), dtype=dtype).T.contiguous()  # [2, K]
-        super().__init__(num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype)
+        super().__init__(
+            num_envs=num_envs, max_episode_steps=max_episode_steps, device=device, dtype=dtype,
+            autoreset_mode=autoreset_mode,
+        )
         lay = self.layout
         self._decoy = torch.tensor(lay.decoy, device=self.device, dtype=dtype)
         self._walls = torch.tensor(lay.walls, device=self.device, dtype=dtype).reshape(-1, 4)

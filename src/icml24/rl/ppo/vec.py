@@ -45,7 +45,10 @@ class VecEnvAdapter:
         if isinstance(mode, str):
             mode = AutoresetMode(mode)
         if mode == AutoresetMode.DISABLED:
-            raise ValueError("env must autoreset (AutoresetMode.SAME_STEP or NEXT_STEP), got DISABLED")
+            raise ValueError(
+                "env.metadata['autoreset_mode'] must be AutoresetMode.SAME_STEP or NEXT_STEP (PPO's rollouts need "
+                "an env that resets itself), got DISABLED"
+            )
         self.autoreset_mode = mode
         env_device = getattr(env.unwrapped, "device", None)
         self.env_device = torch.device(env_device) if isinstance(env_device, (str, torch.device)) else None
