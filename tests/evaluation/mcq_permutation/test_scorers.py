@@ -16,7 +16,6 @@ from icml24.evaluation.mcq_permutation import (
     clean_correct,
     fit_top_layers,
     generate_questions,
-    random_permutation_correct,
     score_questions,
 )
 from icml24.language.pretrained import bundled_model_missing
@@ -116,17 +115,6 @@ def test_tiny_fallback_is_deterministic_and_refuses_to_score_unfitted():
     assert all(np.array_equal(a.probs, b.probs) for a, b in zip(s1, s2, strict=True))
     with pytest.raises(RuntimeError, match="fit"):
         TinyLetterModel().letter_probs("Which?", [["1", "2", "3", "4"]])
-
-
-@pytest.mark.slow
-def test_tiny_fallback_learns_above_chance_and_augmentation_beats_the_skew_under_attack():
-    fams = ["fruit", "animal", "colour", "opposite"]
-    train = generate_questions(2000, families=fams, seed=100)
-    test = generate_questions(40, families=fams, seed=1)
-    aug = score_questions(TinyLetterModel(steps=400, gold_skew=None, seed=0).fit(train), test)
-    skew = score_questions(TinyLetterModel(steps=400, gold_skew=0.4, seed=0).fit(train), test)
-    assert random_permutation_correct(aug).mean() > 0.6  # chance is 0.25 (measured 0.80)
-    assert adversarial_correct(aug).mean() > adversarial_correct(skew).mean()
 
 
 MINILM = bundled_model_missing("all-minilm-l6-v2")

@@ -155,7 +155,8 @@ class LetterProbabilityScorer:
         kwargs: dict[str, Any] = {}
         if lcp:
             prefix = self.model(torch.tensor([seqs[0][:lcp]]), use_cache=True)
-            cache = prefix.past_key_values
+            # transformers 5 names the cache ``cache`` (``past_key_values`` is deprecated there)
+            cache = prefix["cache"] if "cache" in prefix else prefix.past_key_values
             cache.batch_repeat_interleave(len(seqs))
             kwargs[self._cache_kwarg()] = cache
         out = self.model(input_ids=ids, attention_mask=mask, use_cache=bool(lcp), **kwargs)
