@@ -279,6 +279,18 @@ class ConformalSetClassifierBase(MetaEstimatorMixin, ClassifierMixin, BaseEstima
             warnings.warn(what, SmallCalibrationWarning, stacklevel=3)
 
 
+def _check_score_params(est) -> None:
+    """Validate the conformity-score hyper-parameters that split and federated set classifiers share
+    (``confidence_level``, ``conformity_score``, ``lam``, ``k_reg``, ``randomized``, ``allow_empty``)."""
+    _check_level(est.confidence_level)
+    if est.conformity_score not in SCORES:
+        raise ValueError(f"conformity_score must be one of {SCORES}, got {est.conformity_score!r}")
+    check_raps_params(est.lam, est.k_reg)
+    for name in ("randomized", "allow_empty"):
+        if not isinstance(getattr(est, name), (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool, got {getattr(est, name)!r}")
+
+
 class SplitConformalClassifier(ConformalSetClassifierBase):
     """Split conformal prediction sets for any classifier with ``predict_proba``.
 
@@ -392,13 +404,7 @@ class SplitConformalClassifier(ConformalSetClassifierBase):
     # ------------------------------------------------------------------ helpers
     def _check_params(self) -> None:
         super()._check_params()
-        _check_level(self.confidence_level)
-        if self.conformity_score not in SCORES:
-            raise ValueError(f"conformity_score must be one of {SCORES}, got {self.conformity_score!r}")
-        check_raps_params(self.lam, self.k_reg)
-        for name in ("randomized", "allow_empty"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        _check_score_params(self)
 
     def _scores(self, probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return conformity_scores(self.conformity_score, probs, labels, lam=self.lam, k_reg=self.k_reg,

@@ -26,7 +26,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from icml24.conformal._validation import check_alpha, check_probs, check_rng
 from icml24.conformal.calibration import sets_from_probs
-from icml24.conformal.predictor import ConformalSetClassifierBase, _check_level, conformity_scores
+from icml24.conformal.predictor import (
+    ConformalSetClassifierBase,
+    _check_level,
+    _check_score_params,
+    conformity_scores,
+)
 from icml24.conformal.rob_fcp._checks import index_array, int_at_least
 from icml24.conformal.rob_fcp.characterization import check_bounds, client_histograms
 from icml24.conformal.rob_fcp.detection import (
@@ -42,7 +47,6 @@ from icml24.conformal.rob_fcp.weights import (
     check_max_weight_ratio,
     weight_cap,
 )
-from icml24.conformal.scores import SCORES, check_raps_params
 
 __all__ = [
     "RobFCPResult",
@@ -352,13 +356,7 @@ class RobustFederatedConformal(ConformalSetClassifierBase):
     # ------------------------------------------------------------------ helpers
     def _check_params(self) -> None:
         super()._check_params()
-        _check_level(self.confidence_level)
-        if self.conformity_score not in SCORES:
-            raise ValueError(f"conformity_score must be one of {SCORES}, got {self.conformity_score!r}")
-        check_raps_params(self.lam, self.k_reg)
-        for name in ("randomized", "allow_empty"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        _check_score_params(self)
 
     def _score_bounds(self) -> tuple[float, float]:
         if self.bounds is not None:
