@@ -58,15 +58,18 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
             autoreset_mode=autoreset_mode,
         )
         self._consts = {
-            "power": self._const(self.power),
             "three": self._const(3.0),
-            "hill": self._const(0.0025),
+            "one": self._const(1.0),
+            "minus_hill": self._const(-0.0025),
             "cost": self._const(-0.1),
             "goal_position": self._const(self.goal_position),
             # 2^100 min_position is exactly 2^100 float32(min_position) (rounding commutes with the scale)
             "wall": self._const(self.min_position * 2.0**100),
         }
-        self._scratch = torch.empty(2, self.num_envs, device=self.device, dtype=dtype)  # step temporaries
+        # step temporaries, one row each for the clipped force and the acceleration (unbound once: indexing a
+        # row costs a dispatch per step)
+        self._scratch = torch.empty(2, self.num_envs, device=self.device, dtype=dtype)
+        self._force, self._accel = self._scratch.unbind(0)
         # the wall and goal positions as the env's dtype rounds them (x is compared with those, not with 0.45)
         self._wall_at, self._goal_at = float(self._const(self.min_position)), float(self._consts["goal_position"])
 
@@ -76,8 +79,9 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
 
     def _clip_actions(self, a: torch.Tensor) -> torch.Tensor:
         # the [N] view of the [N, 1] actions, kept unclipped for the action cost (Gymnasium charges it so)
+        # (the clipped force goes into a preallocated row: only ``_dynamics`` reads it, within this step)
         self._raw_flat = a.view(-1)
-        return torch.clamp(self._raw_flat, -1.0, 1.0)
+        return torch.clamp(self._raw_flat, -1.0, 1.0, out=self._force)
 
     def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         # Each line is one or two kernels on the contiguous rows, in Gymnasium's operation order (so float64
@@ -86,8 +90,13 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
         # and masked_fill are not vectorised on CPU and cost 3-6x an add at N = 65536.
         c = self._consts
         x, v = self._rows
-        hill = torch.mul(x, c["three"], out=self._scratch[0]).cos_().mul_(c["hill"])  # 0.0025 cos(3 x)
-        accel = torch.mul(action, c["power"], out=self._scratch[1]).sub_(hill)
+        # accel = power force - 0.0025 cos(3 x), computed as (-0.0025 cos(3 x)) + (power force) 1: negating a
+        # float and swapping an addition's operands are exact, so this is Gymnasium's rounding in four kernels
+        # instead of five. addcmul_(t1, t2, value) computes self + (value t1) t2 and the compiler may fuse the
+        # last multiply-add; with t2 = 1 a fused one rounds as the separate ones (with t2 = power it does not,
+        # and the trajectories change in the last bit: tests/rl/envs checks them bit for bit against the math)
+        accel = torch.mul(x, c["three"], out=self._accel).cos_().mul_(c["minus_hill"])
+        accel.addcmul_(action, c["one"], value=self.power)
         v.add_(accel).clamp_(-self.max_speed, self.max_speed)
         x.add_(v).clamp_(self.min_position, self.max_position)
         reward = torch.mul(self._raw_flat, self._raw_flat).mul_(c["cost"])  # the cost of the unclipped action
@@ -111,5 +120,6 @@ class BatchedMountainCarContinuous(TorchVectorEnv):
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
         # [2, N] rows -> [N, 2] rows: interleaving two rows is a complex number's memory layout, and building a
         # complex tensor is a vectorised kernel, unlike a transposed copy (2.5x faster at N = 65536)
-        x, v = state.unbind(0)
+        # (the state's rows were unbound once; unbinding again costs three dispatches per step)
+        x, v = self._rows if state is self._state else state.unbind(0)
         return torch.view_as_real(torch.complex(x, v))
