@@ -36,12 +36,13 @@ def _verdict(results: list[JobResult]) -> str:
 def test_power_at_the_quick_and_full_question_counts():
     # The paper: adversarial accuracy tens of points below clean, often below chance. A model at clean 0.60
     # that keeps a third of its right answers under attack (adversarial 0.20) is such a drop.
-    for n, floor in ((24, 0.75), (100, 0.99)):
+    for n, floor in ((24, 0.75), (40, 0.95), (100, 0.99)):  # quick, full's adapted arm, full's raw arm
         pw = decide.power(_verdict, lambda rng, n=n: _simulate(rng, n, 0.6, 1 / 3), 200)
         assert pw.supported >= floor, (n, pw)
     # false support when the attack does nothing (adversarial = clean)
-    null = decide.power(_verdict, lambda rng: _simulate(rng, 100, 0.6, 1.0), 200)
-    assert null.supported <= 0.05 and null.not_supported >= 0.9
+    for n in (40, 100):
+        null = decide.power(_verdict, lambda rng, n=n: _simulate(rng, n, 0.6, 1.0), 200)
+        assert null.supported <= 0.05 and null.not_supported >= 0.9, (n, null)
 
 
 def test_hand_made_refuting_case_an_invariant_model_is_not_supported():
