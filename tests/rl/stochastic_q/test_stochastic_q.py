@@ -84,6 +84,45 @@ def test_tabular_maximizer_keeps_per_state_memory():
     assert np.all(v2 >= v1)
 
 
+def test_tabular_maximizer_keeps_one_memory_per_q_function():
+    """Double Q-learning maximises three Q functions (acting sum, Q^A, Q^B): a call on one slot must neither
+    read nor overwrite another slot's remembered maximiser."""
+    mx = StochasticMaximizer(n_runs=2, n_states=1, k=2)
+    rng = np.random.default_rng(0)
+    q_a = np.tile(np.arange(64.0), (2, 1))  # table A's max at the last action
+    q_b = q_a[:, ::-1].copy()  # table B's at the first
+    states = np.zeros(2, dtype=np.int64)
+    for _ in range(200):  # slot 1 learns A's argmax ...
+        mx(q_a, states, rng, slot=1)
+    _, a_mem, _ = mx(q_a, states, rng, slot=1)
+    assert (a_mem == 63).all()
+    for _ in range(5):  # ... and calls on B in slot 2 (and on the sum in slot 0) leave it alone
+        mx(q_b, states, rng, slot=2)
+        mx(q_a + q_b, states, rng)
+    np.testing.assert_array_equal(mx.memories[1, :, 0], 63)
+    _, a_rows, _ = mx(np.stack([q_a[0], q_b[1]]), states, rng, slot=np.array([1, 2]))  # a slot per row
+    assert a_rows[0] == 63
+    with pytest.raises(ValueError, match="slot"):
+        mx(q_a, states, rng, slot=3)
+
+
+def test_stochastic_double_q_learning_converges_on_garnet():
+    """Regression for the shared-memory bug: with one memory for the three Q functions Stochastic Double
+    Q-learning plateaued at ~0.83 of V* on this Garnet MDP (1024 actions); with a memory per Q function it
+    converges like Double Q-learning (0.98-0.99 of V* in a 400k-step pilot at 1024 actions; here 256 actions
+    and 150k steps: 0.955-0.997, exact Double Q-learning 0.886-0.994)."""
+    from icml24.rl.envs.chain import garnet_mdp
+    from icml24.rl.stochastic_q.agents import run_tabular
+    from icml24.rl.value.tabular import policy_evaluation
+
+    mdp, gamma = garnet_mdp(n_states=10, n_actions=256, seed=0), 0.9
+    v_star = float(mdp.start @ value_iteration(mdp, gamma).max(1))
+    cfg = QLearningConfig(gamma=gamma, alpha=0.5, epsilon=0.1, horizon=100, q_init=10.0)
+    out = run_tabular("stoch_double_q_learning", mdp, config=cfg, n_runs=3, steps=150_000, seed=0)
+    scores = [mdp.start @ policy_evaluation(mdp, q.argmax(1), gamma) / v_star for q in out["Q"]]
+    assert min(scores) > 0.9, scores
+
+
 def test_invalid_candidate_set_size():
     with pytest.raises(ValueError, match="k must be >= 1"):
         stochastic_max(np.zeros((2, 5)), 0, np.random.default_rng(0))

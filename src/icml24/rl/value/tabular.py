@@ -126,12 +126,21 @@ def policy_evaluation(mdp: TabularMDP, policy: np.ndarray, gamma: float, *, hori
 
 
 class Maximizer(Protocol):
-    """``(Q_rows (B, A), states (B,), rng) -> (max value (B,), argmax (B,), evaluations)``."""
+    """``(Q_rows (B, A), states (B,), rng, slot) -> (max value (B,), argmax (B,), evaluations)``.
 
-    def __call__(self, q: np.ndarray, states: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]: ...
+    ``slot`` (an int, or one per row) names the Q function the rows come from: 0 the acting one (Q, or
+    ``Q^A + Q^B`` in Double Q-learning), 1 and 2 the tables ``Q^A`` and ``Q^B`` in a Double update. A maximiser
+    with state (the stochastic max's memory) keeps it per slot; the exact max ignores it.
+    """
+
+    def __call__(
+        self, q: np.ndarray, states: np.ndarray, rng: np.random.Generator, slot: int | np.ndarray = 0
+    ) -> tuple[np.ndarray, ...]: ...
 
 
-def exact_max(q: np.ndarray, states: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+def exact_max(
+    q: np.ndarray, states: np.ndarray, rng: np.random.Generator, slot: int | np.ndarray = 0
+) -> tuple[np.ndarray, np.ndarray, int]:
     """The exact max/argmax over all ``A`` actions (``B * A`` evaluations); ties broken uniformly at random
     (lowest-index tie-breaking makes a zero-initialised greedy policy repeat action 0)."""
     top = q == q.max(-1, keepdims=True)
@@ -217,7 +226,7 @@ def q_learning(
         if config.double:
             which = rng.random(B) < 0.5  # update table 0 with table 1's evaluation, or vice versa
             upd, other = which.astype(np.int64), 1 - which.astype(np.int64)
-            _, a_star, n_ev = maximizer(tables[upd, rows, s2], s2, rng)
+            _, a_star, n_ev = maximizer(tables[upd, rows, s2], s2, rng, slot=1 + upd)
             boot = tables[other, rows, s2, a_star]
             td = r + config.gamma * (~term) * boot - tables[upd, rows, s, a]
             tables[upd, rows, s, a] += config.alpha * td
@@ -292,7 +301,7 @@ def q_learning_gym(
         s2, r, term, trunc, _ = env.step(a)
         if config.double:
             u = int(rng.random() < 0.5)
-            _, b, n_ev = maximizer(tables[u][[s2]], np.array([s2]), rng)
+            _, b, n_ev = maximizer(tables[u][[s2]], np.array([s2]), rng, slot=1 + u)
             boot = tables[1 - u, s2, b[0]]
         else:
             u = 0
