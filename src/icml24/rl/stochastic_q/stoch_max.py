@@ -173,9 +173,14 @@ class StochasticMaximizer:
     def __call__(
         self, q: np.ndarray, states: np.ndarray, rng: np.random.Generator, slot: int | np.ndarray = 0
     ) -> tuple[np.ndarray, ...]:
-        slot = np.asarray(slot)
-        if slot.dtype.kind not in "iu" or slot.ndim > 1 or ((slot < 0) | (slot >= N_MEMORY_SLOTS)).any():
-            raise ValueError(f"slot must be an int (or one int per row) in [0, {N_MEMORY_SLOTS}), got {slot!r}")
+        # An int slot (every acting call) is checked with a plain comparison: this is the tabular hot path.
+        if isinstance(slot, (int, np.integer)) and not isinstance(slot, bool):
+            if not 0 <= slot < N_MEMORY_SLOTS:
+                raise ValueError(f"slot must be an int (or one int per row) in [0, {N_MEMORY_SLOTS}), got {slot!r}")
+        else:
+            slot = np.asarray(slot)
+            if slot.dtype.kind not in "iu" or slot.ndim > 1 or ((slot < 0) | (slot >= N_MEMORY_SLOTS)).any():
+                raise ValueError(f"slot must be an int (or one int per row) in [0, {N_MEMORY_SLOTS}), got {slot!r}")
         k = self.k if self.k is not None else candidate_size(q.shape[1])
         if k >= q.shape[1]:
             # Full candidate set: the exact max with the exact learner's random tie-breaking (and rng draws), so
