@@ -287,6 +287,21 @@ def test_max_reward_functions_reject_nan():
                  np.zeros((1, 1, 1), dtype=bool), np.ones(1))  # fmt: skip
 
 
+def test_max_td3_loop_refuses_next_step_autoreset():
+    # With next-step autoreset the step after an episode end is a reset, not a transition: the loop would
+    # store it in the replay buffer. It must refuse such an env by name, and accept the same env in SameStep.
+    from icml24.rl.max_reward.deep import train_td3_vec
+
+    agent = MaxTD3Agent(obs_dim=2, action_dim=2, r_lb=0.0, r_ub=1.0, config=TD3Config(gamma=0.9, hidden=(8,)), seed=0)
+    from gymnasium.vector import AutoresetMode
+
+    env = PointMazeVecEnv(4, max_episode_steps=3)
+    train_td3_vec(env, agent, total_steps=8, seed=0, warmup_steps=10_000, eval_points=1)  # its own mode: SameStep
+    env.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        train_td3_vec(env, agent, total_steps=8, seed=0, warmup_steps=10_000, eval_points=1)
+
+
 def test_max_td3_loop_tracks_y_and_resets_it_at_episode_ends():
     from icml24.rl.max_reward.deep import train_td3_vec
 

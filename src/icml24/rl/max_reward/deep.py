@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.vector import AutoresetMode
 from torch import nn
 
 from icml24.rl.max_reward.bellman import check_reward_bounds
@@ -133,6 +134,14 @@ def train_td3_vec(
         raise TypeError(f"agent must be a TD3Agent or MaxTD3Agent, got {type(agent).__name__}")
     if not hasattr(env, "num_envs"):
         raise TypeError(f"env must be a batched vector env with num_envs, got {type(env).__name__}")
+    # The loop stores (obs, action, reward, next_obs, terminated) from one step() call and resets y where an
+    # episode ended; with next-step autoreset the step after an episode end returns a reset observation and a
+    # dummy reward, which would enter the replay buffer as a transition. Refuse it rather than learn from it.
+    mode = getattr(env, "metadata", {}).get("autoreset_mode", AutoresetMode.SAME_STEP)
+    if str(getattr(mode, "value", mode)) != AutoresetMode.SAME_STEP.value:
+        raise ValueError(
+            f"env must autoreset in the same step (autoreset_mode=SameStep), got autoreset_mode={getattr(mode, 'value', mode)}"
+        )
     total_steps = check_int("total_steps", total_steps, 1)
     seed = check_int("seed", seed, 0)
     warmup_steps = check_int("warmup_steps", warmup_steps, 0)

@@ -425,7 +425,7 @@ REPRODUCTION = Reproduction(
         "approximation across y.",
         "The two-step stochastic counterexample is our construction, not from the paper.",
         "Deep: our batched kinematic torch point maze instead of gymnasium-robotics PointMaze (MuJoCo); 4k "
-        "(quick) / 60k (full) env steps instead of 1e6; Gaussian exploration noise (0.5) instead of pink noise; "
+        "(quick) / 100k (full) env steps instead of 1e6; Gaussian exploration noise (0.5) instead of pink noise; "
         "MLP [128, 128]; 2 updates per 16-env vector step.",
         "y is carried in current-time units when acting and in the target (one convention; the official code "
         "keeps it unscaled during rollouts).",
