@@ -42,23 +42,17 @@ def test_every_expected_failure_has_a_reason():
     assert all(isinstance(r, str) and len(r) > 20 for r in EXPECTED_FAILED_CHECKS.values())
 
 
-def _blobs(n=600, seed=0, k=4, d=6):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(k, d)) * 1.5
-    y = rng.integers(0, k, n)
-    return centers[y] + rng.normal(size=(n, d)), y
 
-
-def test_cross_val_score_is_finite_and_meaningful():
+def test_cross_val_score_is_finite_and_meaningful(gaussian_blobs):
     """Was ``[nan nan nan]``: no ``score`` and a hyper-parameter named ``score``."""
-    X, y = _blobs()
+    X, y = gaussian_blobs()
     scores = cross_val_score(SplitConformalClassifier(LogisticRegression(), random_state=0), X, y, cv=3)
     assert scores.shape == (3,) and np.isfinite(scores).all()
     assert (scores > 0.3).all()  # informative small sets, far above the trivial predictors' 0
 
 
-def test_score_is_coverage_minus_relative_size():
-    X, y = _blobs(seed=1)
+def test_score_is_coverage_minus_relative_size(gaussian_blobs):
+    X, y = gaussian_blobs(seed=1)
     cp = SplitConformalClassifier(LogisticRegression(), random_state=0).fit(X[:400], y[:400])
     sets = cp.predict_set(X[400:])
     expect = marginal_coverage(sets, y[400:]) - sets.sum(axis=1).mean() / cp.n_classes_
@@ -70,10 +64,10 @@ def test_score_is_coverage_minus_relative_size():
     assert full.score(X[400:], y[400:]) == pytest.approx(0.0)
 
 
-def test_grid_search_prefers_the_model_with_smaller_sets():
+def test_grid_search_prefers_the_model_with_smaller_sets(gaussian_blobs):
     """Was: silently the first candidate. A strongly regularised model (C = 1e-4) is nearly uniform and needs
     large sets for the same coverage; GridSearchCV must pick the informative one whatever the order."""
-    X, y = _blobs(seed=2)
+    X, y = gaussian_blobs(seed=2)
     for grid in ([1e-4, 1.0], [1.0, 1e-4]):
         gs = GridSearchCV(
             SplitConformalClassifier(LogisticRegression(), random_state=0), {"estimator__C": grid}, cv=3
@@ -87,9 +81,9 @@ def test_grid_search_prefers_the_model_with_smaller_sets():
     assert np.isfinite(gs.cv_results_["mean_test_score"]).all()
 
 
-def test_pipeline_score_and_staged_flow():
+def test_pipeline_score_and_staged_flow(gaussian_blobs):
     """``Pipeline.score`` raised; the MAPIE flow (fit on train, conformalize on a separate set) still works."""
-    X, y = _blobs(seed=3)
+    X, y = gaussian_blobs(seed=3)
     pipe = make_pipeline(StandardScaler(), SplitConformalClassifier(LogisticRegression(), random_state=0))
     assert np.isfinite(pipe.fit(X[:400], y[:400]).score(X[400:], y[400:]))
     cp = SplitConformalClassifier(LogisticRegression(), confidence_level=0.9, calibration_size=None)
@@ -98,8 +92,8 @@ def test_pipeline_score_and_staged_flow():
     assert marginal_coverage(cp.predict_set(X[450:]), y[450:]) > 0.8
 
 
-def test_one_call_fit_holds_out_the_calibration_share():
-    X, y = _blobs(n=400, seed=4)
+def test_one_call_fit_holds_out_the_calibration_share(gaussian_blobs):
+    X, y = gaussian_blobs(n=400, seed=4)
     cp = SplitConformalClassifier(LogisticRegression(), calibration_size=0.25, random_state=0).fit(X, y)
     assert cp.n_calibration_ == 100
     # prefit: fit conformalizes on all of (X, y)

@@ -41,15 +41,9 @@ def test_every_expected_failure_has_a_reason():
     assert all(isinstance(r, str) and len(r) > 20 for r in EXPECTED_FAILED_CHECKS.values())
 
 
-def _blobs(n=1500, k=5, d=6, seed=0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(k, d)) * 1.2
-    y = rng.integers(0, k, n)
-    return centers[y] + rng.normal(size=(n, d)), y
 
-
-def test_one_client_is_split_conformal():
-    X, y = _blobs()
+def test_one_client_is_split_conformal(gaussian_blobs):
+    X, y = gaussian_blobs(n=1500, k=5, spread=1.2)
     kw = dict(confidence_level=0.9, random_state=0)
     rob = RobustFederatedConformal(LogisticRegression(), **kw).fit(X, y)
     split = SplitConformalClassifier(LogisticRegression(), **kw).fit(X, y)
@@ -59,10 +53,10 @@ def test_one_client_is_split_conformal():
     assert rob.score(X[:200], y[:200]) == pytest.approx(split.score(X[:200], y[:200]))
 
 
-def test_client_ids_per_sample_equal_the_score_level_algorithm():
+def test_client_ids_per_sample_equal_the_score_level_algorithm(gaussian_blobs):
     """fit(X, y, clients=ids) runs Algorithm 1 on each client's scores: the same threshold as
     rob_fcp_quantile on the per-client score arrays; ids may be strings and in any order."""
-    X, y = _blobs(seed=1)
+    X, y = gaussian_blobs(n=1500, k=5, spread=1.2, seed=1)
     clf = LogisticRegression().fit(X[:500], y[:500])
     rng = np.random.default_rng(0)
     ids = rng.permutation(np.repeat(np.array([f"hospital-{i:02d}" for i in range(10)]), 100))
@@ -79,10 +73,10 @@ def test_client_ids_per_sample_equal_the_score_level_algorithm():
     assert np.isfinite(cv).all() and (cv > 0.2).all()
 
 
-def test_byzantine_clients_reported_scores_are_caught():
+def test_byzantine_clients_reported_scores_are_caught(gaussian_blobs):
     """The attack the paper studies: clients report fake scores (here the efficiency attack, score 1). Rob-FCP
     flags the liars and keeps informative sets at the level; undefended FCP shows every label."""
-    X, y = _blobs(n=3000, seed=2)
+    X, y = gaussian_blobs(n=3000, k=5, spread=1.2, seed=2)
     clf = LogisticRegression(C=0.05).fit(X[:500], y[:500])
     cal = lac_scores(clf.predict_proba(X[500:2500]), y[500:2500])
     liars = [1, 2, 5, 8, 11, 13, 17, 19]
@@ -95,8 +89,8 @@ def test_byzantine_clients_reported_scores_are_caught():
     assert naive.all()
 
 
-def test_bad_input_names_the_argument():
-    X, y = _blobs(n=200)
+def test_bad_input_names_the_argument(gaussian_blobs):
+    X, y = gaussian_blobs(n=200, k=5, spread=1.2)
     with pytest.raises(ValueError, match="clients"):
         RobustFederatedConformal().fit(X, y, clients=np.arange(10))
     with pytest.raises(ValueError, match="confidence_level"):
