@@ -2,7 +2,7 @@
 candidate set of actions, TD3, tabular MDPs with exact DP and batched tabular (Double) Q-learning.
 
 Used by :mod:`icml24.rl.stochastic_q` (Stochastic Q-learning, ICML 2024) and :mod:`icml24.rl.max_reward`
-(To the Max, ICML 2024).
+(To the Max, ICML 2024) and :mod:`icml24.rl.skills_theory` (When Do Skills Help RL?, ICML 2024).
 """
 
 from icml24.rl.value.dqn import AllActions, CandidateSampler, DQNAgent, DQNConfig, default_batch_size
@@ -10,6 +10,7 @@ from icml24.rl.value.loops import train_dqn
 from icml24.rl.value.networks import ActionGrid, StateActionQNetwork, StateQNetwork, mlp
 from icml24.rl.value.replay import ReplayBuffer
 from icml24.rl.value.tabular import (
+    DeterministicMDP,
     QLearningConfig,
     TabularMDP,
     bellman_optimality,
@@ -29,6 +30,7 @@ __all__ = [
     "CandidateSampler",
     "DQNAgent",
     "DQNConfig",
+    "DeterministicMDP",
     "QLearningConfig",
     "ReplayBuffer",
     "StateActionQNetwork",

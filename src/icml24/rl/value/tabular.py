@@ -1,6 +1,9 @@
 """Tabular MDPs, exact dynamic programming and batched tabular Q-learning.
 
-:class:`TabularMDP` holds ``P(s'|s,a)``, the transition reward ``R(s,a,s')`` and a terminal flag
+:class:`DeterministicMDP` is the sparse form for deterministic dynamics (a next-state table ``(S, A)``,
+rewards and terminal flags per ``(s, a)``): puzzles with ~10^5-10^6 states (the 8-puzzle, the 2x2 cube of
+:mod:`icml24.rl.skills_theory`) fit where the dense ``(S, A, S)`` table would not; every function below
+accepts either form. :class:`TabularMDP` holds ``P(s'|s,a)``, the transition reward ``R(s,a,s')`` and a terminal flag
 ``T(s,a,s')`` (entering a terminal state ends the episode: no bootstrap). :func:`value_iteration` and
 :func:`policy_evaluation` are the exact references; :func:`q_learning` runs ``n_runs`` independent
 Q-learners in lock-step (one row of a ``(n_runs, S, A)`` table each), so a 20-seed experiment is one numpy
@@ -85,30 +88,149 @@ class TabularMDP:
         return rng.choice(self.n_states, size=size, p=self.start)
 
 
-def bellman_optimality(mdp: TabularMDP, Q: np.ndarray, gamma: float) -> np.ndarray:
+@dataclass(frozen=True)
+class DeterministicMDP:
+    """A finite MDP with deterministic transitions ``s -a-> next_state[s, a]`` (stored sparsely).
+
+    Same sampling interface as :class:`TabularMDP` (``step``, ``reset``, ``n_states``, ``n_actions``), so
+    :func:`q_learning`, :func:`value_iteration` and :func:`policy_evaluation` run on it unchanged.
+    """
+
+    next_state: np.ndarray
+    """``(S, A)`` int: the state reached by taking action ``a`` in state ``s``."""
+    reward: np.ndarray
+    """``(S, A)`` reward of the transition ``(s, a)``."""
+    terminal: np.ndarray
+    """``(S, A)`` bool: the transition ends the episode (no bootstrap from the next state)."""
+    start: np.ndarray
+    """``(S,)`` initial-state distribution."""
+
+    def __post_init__(self) -> None:
+        T = np.asarray(self.next_state)
+        if T.ndim != 2 or T.shape[0] == 0 or T.shape[1] == 0:
+            raise ValueError(f"next_state must be a non-empty (S, A) table, got shape {T.shape}")
+        if not np.issubdtype(T.dtype, np.integer):
+            raise TypeError(f"next_state must hold integer state indices, got dtype {T.dtype}")
+        S = T.shape[0]
+        if T.min() < 0 or T.max() >= S:
+            raise ValueError(f"next_state entries must be state indices in [0, {S}), got [{T.min()}, {T.max()}]")
+        for name in ("reward", "terminal"):
+            if np.shape(getattr(self, name)) != T.shape:
+                raise ValueError(f"{name} must have shape {T.shape}, got {np.shape(getattr(self, name))}")
+        start = np.asarray(self.start, dtype=np.float64)
+        if start.shape != (S,) or np.any(start < 0) or not np.isclose(start.sum(), 1.0):
+            raise ValueError(f"start must be a distribution over {S} states")
+        index_dtype = np.int32 if S < 2**31 else np.int64
+        object.__setattr__(self, "next_state", T.astype(index_dtype, copy=False))
+        object.__setattr__(self, "reward", np.asarray(self.reward, dtype=np.float64))
+        object.__setattr__(self, "terminal", np.asarray(self.terminal, dtype=bool))
+        object.__setattr__(self, "start", start)
+
+    @classmethod
+    def goal_reaching(
+        cls, next_state: np.ndarray, goal: int | np.ndarray, start: np.ndarray
+    ) -> DeterministicMDP:
+        """The sparse-reward goal MDP: reward 1 and termination on every transition that enters a goal state.
+
+        A goal state's own transitions also count as entering the goal (reward 1): episodes end on reaching
+        it, so they are bookkeeping only.
+        """
+        T = np.asarray(next_state)
+        if T.ndim != 2 or T.size == 0 or not np.issubdtype(T.dtype, np.integer):
+            raise ValueError(f"next_state must be a non-empty (S, A) table of state indices, got shape {T.shape}")
+        if T.min() < 0 or T.max() >= T.shape[0]:
+            raise ValueError(f"next_state entries must be state indices in [0, {T.shape[0]})")
+        goals = np.atleast_1d(np.asarray(goal))
+        if goals.size == 0 or not np.issubdtype(goals.dtype, np.integer):
+            raise TypeError(f"goal must be a state index or an array of state indices, got {goal!r}")
+        if goals.min() < 0 or goals.max() >= T.shape[0]:
+            raise ValueError(f"goal must index a state in [0, {T.shape[0]}), got {goal!r}")
+        is_goal = np.zeros(T.shape[0], dtype=bool)
+        is_goal[goals] = True
+        enters = is_goal[T]
+        return cls(next_state=T, reward=enters.astype(np.float64), terminal=enters, start=start)
+
+    @property
+    def n_states(self) -> int:
+        return self.next_state.shape[0]
+
+    @property
+    def n_actions(self) -> int:
+        return self.next_state.shape[1]
+
+    def step(self, s: np.ndarray, a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        """``(s', r, terminated)`` for a batch (``rng`` unused: kept for the :class:`TabularMDP` interface)."""
+        return self.next_state[s, a], self.reward[s, a], self.terminal[s, a]
+
+    def reset(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.choice(self.n_states, size=size, p=self.start)
+
+    def to_tabular(self) -> TabularMDP:
+        """The dense :class:`TabularMDP` (``(S, A, S)`` arrays: small state spaces only)."""
+        S, A = self.next_state.shape
+        P = np.zeros((S, A, S))
+        s_idx, a_idx = np.meshgrid(np.arange(S), np.arange(A), indexing="ij")
+        P[s_idx, a_idx, self.next_state] = 1.0
+        R = P * self.reward[:, :, None]
+        T = (P > 0) & self.terminal[:, :, None]
+        return TabularMDP(P=P, R=R, terminal=T, start=self.start)
+
+
+AnyTabularMDP = TabularMDP | DeterministicMDP
+
+
+def _check_mdp(mdp: object) -> None:
+    if not isinstance(mdp, (TabularMDP, DeterministicMDP)):
+        raise TypeError(f"mdp must be a TabularMDP or a DeterministicMDP, got {type(mdp).__name__}")
+
+
+def bellman_optimality(mdp: AnyTabularMDP, Q: np.ndarray, gamma: float) -> np.ndarray:
     """``(T Q)(s,a) = sum_s' P(s'|s,a) [R(s,a,s') + gamma (1 - T) max_a' Q(s', a')]``."""
     v = Q.max(-1)
+    if isinstance(mdp, DeterministicMDP):
+        return mdp.reward + gamma * (~mdp.terminal) * v[mdp.next_state]
     return np.einsum("ijk,ijk->ij", mdp.P, mdp.R + gamma * (~mdp.terminal) * v[None, None, :])
 
 
-def value_iteration(mdp: TabularMDP, gamma: float, *, tol: float = 1e-10, max_iter: int = 100_000) -> np.ndarray:
-    """Optimal ``Q*`` of the cumulative discounted return by value iteration."""
+def value_iteration(
+    mdp: AnyTabularMDP,
+    gamma: float,
+    *,
+    tol: float = 1e-10,
+    max_iter: int = 100_000,
+    return_sweeps: bool = False,
+) -> np.ndarray | tuple[np.ndarray, int]:
+    """Optimal ``Q*`` of the cumulative discounted return by synchronous value iteration from ``Q = 0``.
+
+    Stops when a sweep changes no entry by ``tol`` or more (``tol=0``: runs exactly ``max_iter`` sweeps).
+    With ``return_sweeps`` also returns the number of sweeps (Bellman backups of the whole table) done. In a
+    deterministic goal MDP with goal distances ``d``, ``V = max_a Q`` is exact after ``D = max_s d(s)``
+    sweeps and every ``Q(s, a)`` after ``D + 1`` (an action may lead to a state at distance ``D``), so the
+    count is ``D + 2`` (the last sweep changes nothing).
+    """
+    _check_mdp(mdp)
     check_gamma(gamma)
+    check_int("max_iter", max_iter, 1)
+    if not isinstance(tol, (int, float, np.floating)) or isinstance(tol, bool) or not tol >= 0:
+        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
     Q = np.zeros((mdp.n_states, mdp.n_actions))
-    for _ in range(max_iter):
+    for sweep in range(1, max_iter + 1):
         Q_new = bellman_optimality(mdp, Q, gamma)
         if np.max(np.abs(Q_new - Q)) < tol:
-            return Q_new
+            return (Q_new, sweep) if return_sweeps else Q_new
         Q = Q_new
-    return Q
+    return (Q, max_iter) if return_sweeps else Q
 
 
-def policy_evaluation(mdp: TabularMDP, policy: np.ndarray, gamma: float, *, horizon: int | None = None) -> np.ndarray:
+def policy_evaluation(mdp: AnyTabularMDP, policy: np.ndarray, gamma: float, *, horizon: int | None = None) -> np.ndarray:
     """``V^pi`` of a deterministic policy ``(S,)`` or stochastic policy ``(S, A)``.
 
     With ``horizon`` the value of the first ``horizon`` steps (finite-horizon backward recursion); otherwise
     the infinite-horizon value by a linear solve (``gamma < 1``, or a proper policy).
     """
+    _check_mdp(mdp)
+    if isinstance(mdp, DeterministicMDP):
+        mdp = mdp.to_tabular()
     check_gamma(gamma)
     pi = np.asarray(policy)
     if pi.ndim == 1:
@@ -183,7 +305,7 @@ class QLearningConfig:
 
 
 def q_learning(
-    mdp: TabularMDP,
+    mdp: AnyTabularMDP,
     *,
     config: QLearningConfig,
     n_runs: int,
@@ -192,22 +314,28 @@ def q_learning(
     maximizer: Maximizer | Callable[..., Any] = exact_max,
     eval_every: int = 0,
     evaluate: Callable[[np.ndarray], np.ndarray] | None = None,
+    stop_at: float | None = None,
 ) -> dict[str, Any]:
     """``n_runs`` independent epsilon-greedy (Double) Q-learners for ``steps`` env steps each.
 
     Target ``r + gamma (1 - terminated) Q(s', argmax*)`` where ``argmax*``/``max*`` come from ``maximizer``
     (exact or stochastic); truncation at ``horizon`` resets without cutting the bootstrap. ``evaluate``
     maps the current tables ``(n_runs, S, A)`` to one score per run, recorded every ``eval_every`` steps.
-    Returns the tables, the curve, and the number of Q evaluations spent in maximisations.
+    With ``stop_at``, training stops early at the first evaluation where every run scores ``>= stop_at``
+    (the curve then ends there). Returns the tables, the curve, and the number of Q evaluations spent in
+    maximisations.
     """
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    _check_mdp(mdp)
     if not isinstance(config, QLearningConfig):
         raise TypeError(f"config must be a QLearningConfig, got {type(config).__name__}")
     n_runs = check_int("n_runs", n_runs, 1)
     steps = check_int("steps", steps, 0)
     seed = check_int("seed", seed, 0)
     eval_every = check_int("eval_every", eval_every, 0)
+    if stop_at is not None and (
+        isinstance(stop_at, bool) or not isinstance(stop_at, (int, float, np.floating)) or not np.isfinite(stop_at)
+    ):
+        raise ValueError(f"stop_at must be a finite number or None, got {stop_at!r}")
     rng = np.random.default_rng(seed)
     S, A, B = mdp.n_states, mdp.n_actions, n_runs
     tables = np.full((2 if config.double else 1, B, S, A), float(config.q_init))
@@ -241,6 +369,8 @@ def q_learning(
         if eval_every and evaluate is not None and (step + 1) % eval_every == 0:
             curve_steps.append(step + 1)
             curve.append(evaluate(tables.sum(0) if config.double else tables[0]))
+            if stop_at is not None and np.all(curve[-1] >= stop_at):
+                break
     return {
         "Q": tables.sum(0) / tables.shape[0],
         "tables": tables,
