@@ -330,8 +330,9 @@ def test_power_of_the_csl_and_counting_rules():
     # CSL: 150 test graphs per model at 1 seed; a transformer at 0.5 (far below the reported ~1.0) still wins.
     p = decide.power_of_rates(0.5, 0.1, 150, n_sims=300, alternative="greater")
     assert p.supported > 0.99
-    # Counting: 2 seeds, paired log-MAE; at the gap we measured (a factor >= 2) with a seed-to-seed sd 0.1.
-    p2 = decide.power_of_compare(float(np.log(2.0)), 0.1, 2, paired=True, n_sims=500, alternative="greater")
+    # Counting: 3 seeds, paired log-MAE; a factor-1.5 MAE gap with a seed-to-seed sd of 0.15 in the log-MAE
+    # differences (the pilot's GIN vs (2,1)-GT gap was a factor 1.4-3).
+    p2 = decide.power_of_compare(float(np.log(1.5)), 0.15, 3, paired=True, n_sims=500, alternative="greater")
     assert p2.supported > 0.8
 
 

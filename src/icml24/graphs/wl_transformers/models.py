@@ -70,6 +70,9 @@ class LaplacianPE(nn.Module):
         dim = _check_pos("dim", dim)
         self.phi = nn.Sequential(nn.Linear(2, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim), nn.ReLU())
         self.rho = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim), nn.ReLU())
+        # Not in the official LPE: without a norm the PE's graph-to-graph variation (std ~0.005 at
+        # initialisation on CSL) is drowned by the shared token parts, and our small models stayed at chance.
+        self.norm = nn.BatchNorm1d(dim)
 
     def forward(self, data) -> torch.Tensor:
         vecs, vals = data.eigvecs[:, : self.num_eigs], data.eigvals[:, : self.num_eigs]
@@ -79,7 +82,7 @@ class LaplacianPE(nn.Module):
             vecs = vecs * signs[batch].to(vecs.dtype)
         real = ~torch.isnan(vecs)
         x = torch.stack([torch.nan_to_num(vecs), torch.nan_to_num(vals)], -1)
-        return self.rho((self.phi(x) * real.unsqueeze(-1)).sum(1))
+        return self.norm(self.rho((self.phi(x) * real.unsqueeze(-1)).sum(1)))
 
 
 class SignNetSPE(nn.Module):
@@ -99,6 +102,7 @@ class SignNetSPE(nn.Module):
             width = dim
         self.gin = nn.ModuleList(layers)
         self.out = nn.Linear(dim, dim)
+        self.norm = nn.BatchNorm1d(dim)  # as for LPE (the official SPE normalises inside psi instead)
 
     def forward(self, data) -> torch.Tensor:
         batch = _batch_vector(data)
@@ -115,7 +119,7 @@ class SignNetSPE(nn.Module):
         for layer in self.gin:
             h = layer(h + torch.einsum("bik,bkjc->bijc", adj, h)) * pair_mask
         pe = self.out((h * pair_mask).sum(2))  # B, N, d
-        return pe[mask]
+        return self.norm(pe[mask])
 
 
 class _PreLNBlock(nn.Module):
@@ -245,12 +249,17 @@ class TriangularAttention(nn.Module):
         return self.o(out.permute(0, 2, 3, 1, 4).reshape(b, n, n, d))
 
 
+READOUT_SCALE = 16.0
+"""Edge Transformer readout: the per-node sums over n pairs are divided by this constant (about our n)."""
+
+
 class EdgeTransformer(nn.Module):
     """The Edge Transformer (3-WL aligned, no positional encoding).
 
     ``X_ij = Lin([h_i || h_j]) + edge_emb([ij in E]) + self_emb([i = j])``; each block does
     ``X <- LN(X + attn(X)); X <- LN(X + FFN(X))`` (FFN hidden ``2d``); the readout sums the first half of
-    ``Lin(X_ij)`` over ``j`` and the second half over ``i`` per node, then sums nodes and applies an MLP.
+    ``Lin(X_ij)`` over ``j`` and the second half over ``i`` per node (divided by :data:`READOUT_SCALE`),
+    applies an MLP, then sums nodes and applies an MLP (the official Decomposer and Head).
     LayerNorm in place of the ZINC config's BatchNorm keeps padded pairs out of every statistic.
     """
 
@@ -292,10 +301,15 @@ class EdgeTransformer(nn.Module):
         for attn, n1, n2, ffn in zip(self.attn, self.norm1, self.norm2, self.ffn):
             x = n1(x + attn(x, mask)) * pair_mask
             x = n2(x + ffn(x)) * pair_mask
-        y = self.out_proj(x) * pair_mask
-        nodes = y[..., : self.dim].sum(2) + y[..., self.dim :].sum(1)  # B, N, d
-        nodes = self.node_mlp(nodes) * mask.unsqueeze(-1).to(x.dtype)
-        return self.head(nodes.sum(1))
+        real = pair_mask.squeeze(-1).bool()
+        y = x.new_zeros(*x.shape[:3], 2 * self.dim)
+        y[real] = self.out_proj(x[real])
+        # Sums over j (resp. i) divided by READOUT_SCALE: the official Decomposer normalises with BatchNorm,
+        # whose batch statistics let a small model separate CSL classes only *within* a batch (at chance in
+        # eval mode); a fixed scale keeps the sum (counts) and the O(n) magnitude in check.
+        nodes = (y[..., : self.dim].sum(2) + y[..., self.dim :].sum(1)) / READOUT_SCALE  # B, N, d
+        nodes = self.node_mlp(nodes[mask])
+        return self.head(global_add_pool(nodes, _batch_vector(data), _num_graphs(data)))
 
 
 class GIN(nn.Module):
