@@ -1,0 +1,372 @@
+"""Miniature reproduction of SYFLOW (Xu, Walter, Kalofolias, Vreeken; ICML 2024).
+
+Two experiments:
+
+* ``synthetic`` (Sec. 5.1, target-distribution experiment): a planted subgroup (10% of the rows, ``c`` interval
+  conditions over ``d = 10`` uniform features) whose target follows one of the paper's seven distributions or
+  a variance-only normal. On the same data set SYFLOW, SD-mu, SD-KL and PRIM each return subgroups; the score is
+  the F1 of the best found subgroup against the planted one (the official protocol: the maximum over the
+  ``k`` subgroups found) and whether its rule uses exactly the planted features.
+  Claim: SYFLOW recovers the planted subgroup for every target distribution with higher F1 than mean-based
+  discovery, and clearly so for the variance-only target, which a mean-shift quality cannot see.
+* ``real`` (Sec. 5.2 in miniature): subgroups of two bundled scikit-learn data sets (diabetes progression;
+  wine proline), their rules, and their KL to the population, estimated by SYFLOW's flows and cross-checked by
+  a Gaussian-KDE estimate. Claim: the found subgroups are exceptional: their KDE KL exceeds that of random
+  subsets of the same size.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from icml24.common import decide
+from icml24.common.experiment import (
+    Analysis,
+    Figure,
+    Job,
+    JobResult,
+    Reproduction,
+    Table,
+    figure_png,
+    fmt_mean_std,
+    group_results,
+    new_figure,
+    seeds_for,
+)
+
+SLUG = "syflow"
+DEFAULT_SEEDS = {"smoke": 1, "quick": 3, "full": 2}
+ALL_TARGETS = ("normal", "bimodal", "beta", "rayleigh", "uniform", "exponential", "cauchy", "variance")
+SYNTHETIC = {
+    "smoke": {"n": 800, "d": 5, "c": 2, "targets": ["normal", "variance"], "epochs": 40, "pop_epochs": 40,
+              "n_subgroups": 1, "beam_width": 5, "depth": 2},
+    "quick": {"n": 5000, "d": 10, "c": 2, "targets": ["normal", "bimodal", "variance"], "epochs": 400,
+              "pop_epochs": 400, "n_subgroups": 1, "beam_width": 20, "depth": 3},
+    "full": {"n": 20000, "d": 10, "c": 4, "targets": list(ALL_TARGETS), "epochs": 1500, "pop_epochs": 2000,
+             "n_subgroups": 3, "beam_width": 20, "depth": 4},
+}  # fmt: skip
+REAL = {
+    "smoke": {"datasets": ["diabetes"], "epochs": 30, "pop_epochs": 30, "n_subgroups": 1},
+    "quick": {"datasets": ["diabetes", "wine"], "epochs": 600, "pop_epochs": 600, "n_subgroups": 3},
+    "full": {"datasets": ["diabetes", "wine"], "epochs": 1000, "pop_epochs": 1000, "n_subgroups": 5},
+}
+METHODS = ("syflow", "sd_mu", "sd_kl", "prim")
+METHOD_NAMES = {"syflow": "SYFLOW", "sd_mu": "SD-μ", "sd_kl": "SD-KL", "prim": "PRIM (bump hunting)"}
+BASELINE_ALPHA = 1.0
+"""Size exponent of the beam-search baselines' qualities: the official target-distribution script runs them
+with ``--alpha 1``."""
+NBINS = 20
+"""Cut points per feature for the beam-search baselines (official ``ncutpoints``)."""
+POWER_EFFECTS = {
+    "variance-only-beats-sd-mu": (0.5, 0.2),
+    "beats-sd-mu-all-targets": (0.4, 0.4),
+    "real-subgroups-exceptional": (0.3, 0.2),
+}
+"""(true mean paired difference, std of the differences) under which each decisive rule's power is simulated.
+These are effects of the size our pilot runs showed (not numbers from the paper, whose tables we could not read).
+Variance only: SYFLOW F1 ~0.9 against SD-μ near chance (~0.2-0.4), a gap of 0.5 with spread 0.2 across seeds.
+All targets: SD-μ matches SYFLOW where the subgroup's mean shifts up (normal) and fails elsewhere, a mean gap of
+~0.4 F1 with a spread of 0.4 across (target, seed) pairs. Real data: a found subgroup's KDE KL exceeds a random
+subset's by ~0.3 nats (spread 0.2)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _power(check_id: str, n: int) -> float | None:
+    """Power of the paired one-sided t-test at ``n`` pairs under :data:`POWER_EFFECTS` (500 simulations)."""
+    if n < 2 or check_id not in POWER_EFFECTS:
+        return None
+    effect, sd = POWER_EFFECTS[check_id]
+    return decide.power_of_compare(effect, sd, n, paired=True, n_sims=500, seed=0).supported
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+def _f1(truth: np.ndarray, found: np.ndarray) -> float:
+    tp = float(np.sum(truth & found))
+    denom = float(truth.sum() + found.sum())
+    return 0.0 if denom == 0 else 2 * tp / denom
+
+
+def run_synthetic(config: dict, seed: int) -> dict:
+    """One planted data set; SYFLOW and the baselines on it (paired by the data seed)."""
+    from icml24.subgroups.syflow.baselines import prim_box, sd_kl, sd_mean
+    from icml24.subgroups.syflow.data import make_planted_subgroup
+    from icml24.subgroups.syflow.search import SyflowConfig, discover_subgroups
+
+    data = make_planted_subgroup(config["n"], config["d"], config["c"], config["target"], seed=seed)
+    planted = data.features
+    out: dict = {"planted_features": list(planted), "planted_fraction": float(data.members.mean())}
+    k = int(config["n_subgroups"])
+
+    start = time.perf_counter()
+    cfg = SyflowConfig(n_subgroups=k, epochs=config["epochs"], pop_epochs=config["pop_epochs"])
+    res = discover_subgroups(data.X, data.y, cfg, seed=seed)
+    out["syflow_seconds"] = time.perf_counter() - start
+    found = []
+    for g in res.subgroups:
+        rule_members = g.rule.covers(data.X)
+        found.append((rule_members, g))
+    f1s = [_f1(data.members, m) for m, _ in found]
+    i = int(np.argmax(f1s))
+    best_members, best = found[i]
+    out["syflow_f1"] = f1s[i]
+    out["syflow_features_exact"] = list(best.rule.features) == list(planted)
+    out["syflow_rule"] = str(best.rule)
+    out["syflow_kl"] = best.kl
+    out["syflow_rule_agreement"] = float(np.mean(best_members == best.members))
+    out["syflow_all_f1"] = f1s
+
+    for name, fn in (("sd_mu", sd_mean), ("sd_kl", sd_kl)):
+        start = time.perf_counter()
+        subs = fn(data.X, data.y, n_subgroups=k, alpha=BASELINE_ALPHA, beam_width=config["beam_width"],
+                  depth=config["depth"], nbins=NBINS)  # fmt: skip
+        out[f"{name}_seconds"] = time.perf_counter() - start
+        f1s = [_f1(data.members, s.members) for s in subs]
+        j = int(np.argmax(f1s))
+        out[f"{name}_f1"] = f1s[j]
+        out[f"{name}_features_exact"] = list(subs[j].rule.features) == list(planted)
+        out[f"{name}_rule"] = str(subs[j].rule)
+    start = time.perf_counter()
+    box = prim_box(data.X, data.y, min_support=0.1)
+    out["prim_seconds"] = time.perf_counter() - start
+    out["prim_f1"] = _f1(data.members, box.members)
+    out["prim_features_exact"] = list(box.rule.features) == list(planted)
+    out["prim_rule"] = str(box.rule)
+    return out
+
+
+def _load_real(name: str) -> tuple[np.ndarray, np.ndarray, list[str], str]:
+    from sklearn import datasets
+
+    if name == "diabetes":
+        ds = datasets.load_diabetes(scaled=False)
+        return ds.data, ds.target, list(ds.feature_names), "disease progression after one year"
+    if name == "wine":
+        ds = datasets.load_wine()
+        names = list(ds.feature_names)
+        j = names.index("proline")
+        X = np.delete(ds.data, j, axis=1)
+        return X, ds.data[:, j], names[:j] + names[j + 1 :], "proline"
+    raise ValueError(f"dataset must be 'diabetes' or 'wine', got {name!r}")
+
+
+def run_real(config: dict, seed: int) -> dict:
+    """SYFLOW (real-data preset) on a bundled data set: the rules and their flow and KDE KL estimates."""
+    from icml24.subgroups.syflow.divergence import kde_kl
+    from icml24.subgroups.syflow.search import REAL_DATA, discover_subgroups, with_overrides
+
+    X, y, names, target = _load_real(config["dataset"])
+    cfg = with_overrides(REAL_DATA, epochs=config["epochs"], pop_epochs=config["pop_epochs"],
+                         n_subgroups=config["n_subgroups"])  # fmt: skip
+    start = time.perf_counter()
+    res = discover_subgroups(X, y, cfg, feature_names=names, seed=seed)
+    seconds = time.perf_counter() - start
+    rng = np.random.default_rng(10_000 + seed)
+    rows = []
+    for g in res.subgroups:
+        members = g.rule.covers(X)
+        size = int(members.sum())
+        row = {"rule": str(g.rule), "size": size, "flow_kl": g.kl, "target_mean": float(y[members].mean()) if size else None}
+        if size >= 3 and np.unique(y[members]).size >= 3 and size < len(y):
+            row["kde_kl"] = kde_kl(y[members], y, seed=seed)
+            random_subset = rng.choice(len(y), size, replace=False)
+            row["kde_kl_random"] = kde_kl(y[random_subset], y, seed=seed)
+        else:
+            row["kde_kl"] = row["kde_kl_random"] = None
+        rows.append(row)
+    return {"subgroups": rows, "n": int(len(y)), "target": target, "population_mean": float(y.mean()),
+            "syflow_seconds": seconds}  # fmt: skip
+
+
+def build_jobs(scale: str, seeds: int | None) -> list[Job]:
+    seed_list = seeds_for(scale, seeds, DEFAULT_SEEDS)
+    syn = SYNTHETIC[scale]
+    jobs = []
+    for target in syn["targets"]:
+        cfg = {k: v for k, v in syn.items() if k != "targets"} | {"target": target}
+        jobs += [Job(SLUG, "synthetic", f"{__name__}:run_synthetic", cfg, s) for s in seed_list]
+    real = REAL[scale]
+    for ds in real["datasets"]:
+        cfg = {k: v for k, v in real.items() if k != "datasets"} | {"dataset": ds}
+        jobs.append(Job(SLUG, "real", f"{__name__}:run_real", cfg, 0))
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------- analysis
+def synthetic_checks(results: Sequence[JobResult]) -> tuple[list, list[Table]]:
+    """The synthetic claims: SYFLOW's F1 against each baseline (paired by data seed), per target and pooled."""
+    from icml24.subgroups.syflow.data import TARGET_NAMES
+
+    groups = group_results(results, "synthetic", by=("target",))
+    rows, checks = [], []
+    pooled = {m: [] for m in METHODS}
+    for (target,), rs in groups.items():
+        rs = sorted(rs, key=lambda r: r.job.seed)
+        f1 = {m: [r.metrics[f"{m}_f1"] for r in rs] for m in METHODS}
+        exact = {m: sum(bool(r.metrics[f"{m}_features_exact"]) for r in rs) for m in METHODS}
+        for m in METHODS:
+            pooled[m] += f1[m]
+        rows.append([TARGET_NAMES.get(target, target)]
+                    + [fmt_mean_std(f1[m]) for m in METHODS]
+                    + [f"{exact[m]}/{len(rs)}" for m in ("syflow", "sd_mu")])  # fmt: skip
+        if target == "variance":
+            d = decide.compare(f1["syflow"], f1["sd_mu"], paired=True, alternative="greater",
+                               effect_name="F1 difference (SYFLOW - SD-μ)")  # fmt: skip
+            checks.append(d.to_check(
+                id="variance-only-beats-sd-mu",
+                claim="variance-only target (same mean inside and outside): SYFLOW recovers the planted subgroup "
+                      "better than mean-shift discovery (SD-μ)",
+                evidence=f"F1 SYFLOW {np.round(f1['syflow'], 3).tolist()}, SD-μ {np.round(f1['sd_mu'], 3).tolist()} "
+                         f"over {len(rs)} data seeds",
+                power=_power("variance-only-beats-sd-mu", len(rs)),
+            ))  # fmt: skip
+        else:
+            d = decide.compare(f1["syflow"], f1["sd_mu"], paired=True, alternative="greater",
+                               effect_name="F1 difference (SYFLOW - SD-μ)")  # fmt: skip
+            checks.append(d.to_check(
+                id=f"beats-sd-mu-{target}",
+                claim=f"{TARGET_NAMES.get(target, target)}: SYFLOW's F1 is above SD-μ's",
+                evidence=f"{len(rs)} data seeds", decisive=False,
+            ))  # fmt: skip
+    n = len(pooled["syflow"])
+    if n:
+        for base, decisive in (("sd_mu", True), ("sd_kl", False), ("prim", False)):
+            d = decide.compare(pooled["syflow"], pooled[base], paired=True, alternative="greater",
+                               effect_name=f"F1 difference (SYFLOW - {METHOD_NAMES[base]})")  # fmt: skip
+            checks.append(d.to_check(
+                id=f"beats-{base.replace('_', '-')}-all-targets",
+                claim=f"across the target distributions, SYFLOW recovers the planted subgroup with higher F1 than "
+                      f"{METHOD_NAMES[base]}",
+                evidence=f"{n} (target, seed) data sets, mean F1 SYFLOW {np.mean(pooled['syflow']):.3f}, "
+                         f"{METHOD_NAMES[base]} {np.mean(pooled[base]):.3f}",
+                decisive=decisive,
+                power=_power("beats-sd-mu-all-targets", n) if decisive else None,
+            ))  # fmt: skip
+        k_ex = sum(bool(r.metrics["syflow_features_exact"]) for rs in groups.values() for r in rs)
+        k_mu = sum(bool(r.metrics["sd_mu_features_exact"]) for rs in groups.values() for r in rs)
+        d = decide.compare_rates(k_ex, n, k_mu, n, alternative="greater",
+                                 effect_name="rate difference of exact feature recovery (SYFLOW - SD-μ)")  # fmt: skip
+        checks.append(d.to_check(
+            id="feature-recovery",
+            claim="SYFLOW's best rule uses exactly the planted features more often than SD-μ's",
+            evidence=f"SYFLOW {k_ex}/{n}, SD-μ {k_mu}/{n} data sets", decisive=False,
+        ))  # fmt: skip
+    table = Table(
+        "Planted-subgroup recovery: F1 of the best found subgroup (mean ± std over data seeds) and runs whose "
+        "rule uses exactly the planted features",
+        ["target in the subgroup"] + [f"F1 {METHOD_NAMES[m]}" for m in METHODS]
+        + ["exact features SYFLOW", "exact features SD-μ"],
+        rows,
+    )  # fmt: skip
+    return checks, [table] if rows else []
+
+
+def real_checks(results: Sequence[JobResult]) -> tuple[list, list[Table]]:
+    """The real-data claim: the found subgroups' KDE KL beats random subsets of the same size."""
+    groups = group_results(results, "real", by=("dataset",))
+    rows, found, rand, flow, kde = [], [], [], [], []
+    for (ds,), rs in groups.items():
+        r = rs[0]
+        for i, g in enumerate(r.metrics["subgroups"]):
+            rows.append([ds, r.metrics["target"], i + 1, g["rule"], f"{g['size']}/{r.metrics['n']}",
+                         "–" if g["target_mean"] is None else f"{g['target_mean']:.4g} (all {r.metrics['population_mean']:.4g})",
+                         f"{g['flow_kl']:.3f}", "–" if g["kde_kl"] is None else f"{g['kde_kl']:.3f}",
+                         "–" if g["kde_kl_random"] is None else f"{g['kde_kl_random']:.3f}"])  # fmt: skip
+            if g["kde_kl"] is not None:
+                found.append(g["kde_kl"])
+                rand.append(g["kde_kl_random"])
+                flow.append(g["flow_kl"])
+                kde.append(g["kde_kl"])
+    checks = []
+    if found:
+        d = decide.compare(found, rand, paired=True, alternative="greater",
+                           effect_name="KDE KL difference (found subgroup - random subset of the same size), nats")  # fmt: skip
+        checks.append(d.to_check(
+            id="real-subgroups-exceptional",
+            claim="on the bundled data sets, the subgroups SYFLOW finds have a larger KDE-estimated KL to the "
+                  "population than random subsets of the same size",
+            evidence=f"{len(found)} subgroups on {len(groups)} data sets",
+            power=_power("real-subgroups-exceptional", len(found)),
+        ))  # fmt: skip
+        if len(flow) >= 3:
+            t = decide.trend(flow, kde, claim="increasing", method="spearman",
+                             effect_name="Spearman rho of the KDE KL in the flow KL")  # fmt: skip
+            checks.append(t.to_check(
+                id="flow-kde-kl-agree",
+                claim="the flows' KL estimate and the KDE estimate rank the found subgroups alike",
+                evidence=f"{len(flow)} subgroups", decisive=False,
+            ))  # fmt: skip
+    table = Table(
+        "Subgroups found on the bundled scikit-learn data sets (one run; KL in nats)",
+        ["data set", "target", "#", "rule", "size", "target mean in the subgroup", "KL (flows)", "KL (KDE)",
+         "KL (KDE) of a random subset of the same size"],
+        rows,
+    )  # fmt: skip
+    return checks, [table] if rows else []
+
+
+def _f1_figure(results: Sequence[JobResult]) -> Figure | None:
+    from icml24.subgroups.syflow.data import TARGET_NAMES
+
+    groups = group_results(results, "synthetic", by=("target",))
+    if not groups:
+        return None
+    fig, ax = new_figure(width=7.0, height=3.8)
+    a = ax[0, 0]
+    x = np.arange(len(groups))
+    width = 0.8 / len(METHODS)
+    for i, m in enumerate(METHODS):
+        vals = [[r.metrics[f"{m}_f1"] for r in rs] for rs in groups.values()]
+        mean = [np.mean(v) for v in vals]
+        sd = [np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in vals]
+        a.bar(x + (i - (len(METHODS) - 1) / 2) * width, mean, width, yerr=sd, capsize=2, label=METHOD_NAMES[m])
+    a.set_xticks(x, [TARGET_NAMES.get(k[0], k[0]).split(" ")[0] for k in groups], rotation=30, ha="right")
+    a.set(ylabel="F1 against the planted subgroup", ylim=(0, 1.05),
+          title="Planted-subgroup recovery (mean ± std over data seeds)")  # fmt: skip
+    a.legend(fontsize=7, ncol=2)
+    return Figure("Planted-subgroup recovery by target distribution", figure_png(fig),
+                  "Bars: mean F1 of the best found subgroup; error bars: std over data seeds.")  # fmt: skip
+
+
+def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
+    results = [r for r in results if r.status == "ok"]
+    syn_checks, syn_tables = synthetic_checks(results)
+    real, real_tables = real_checks(results)
+    checks = syn_checks + real
+    fig = _f1_figure(results)
+    summary = [f"Scale {scale}."] + [f"{c.id}: {c.verdict.replace('_', ' ')}." for c in checks if c.decisive]
+    return decide.analysis(checks, summary=" ".join(summary), rule="all", tables=syn_tables + real_tables,
+                           figures=[fig] if fig else [])  # fmt: skip
+
+
+REPRODUCTION = Reproduction(
+    slug=SLUG,
+    claim=(
+        "SYFLOW recovers planted subgroups for every target distribution with higher F1 than mean-shift subgroup "
+        "discovery (SD-μ), including a variance-only target that a mean-based quality cannot see, and the "
+        "subgroups it finds on real data have a KL to the population (cross-checked by a KDE estimate) beyond "
+        "that of random subsets of the same size."
+    ),
+    build_jobs=build_jobs,
+    analyze=analyze,
+    deviations=(
+        "Flows are zuko monotonic rational-quadratic splines with zero-initialised (identity-like) parameters "
+        "on [-6, 6] (official: flowtorch splines, random init); float32; full batch.",
+        "Quick scale: n = 5000, c = 2 conditions, one subgroup, 400 + 400 epochs, targets normal, bimodal and "
+        "variance-only; full scale: n = 20000, c = 4, three subgroups, 2000 + 1500 epochs, 2 data seeds "
+        "(the official 2 repetitions).",
+        "The variance-only target N(0.5, 1.5²) is ours (the notes' distinguishing case), not one of the paper's seven.",
+        "The beam-search baselines use beam width 20 and depth 3 (quick) / 4 (full), not 100 and 8, to fit the "
+        "CPU budget; SD-KL's quality is the textbook Gaussian KL in nats (the official QF_WKL mixes log2 and ln).",
+        "PRIM is our own peeling-only implementation (no pasting, no cross-validated box choice); RSD is not run.",
+        "SYFLOW's F1 and feature recovery are scored on the readable rule (what a user gets), not on the soft "
+        "layer's s(x) > 0.5; the agreement of the two is recorded per run.",
+        "Real data: the bundled diabetes and wine (proline) data sets only; one run each; the KDE cross-check "
+        "uses scipy's gaussian_kde with Scott's bandwidth and a leave-one-out subgroup density.",
+    ),
+    scales=("smoke", "quick", "full"),
+    required_metrics={"synthetic": ("syflow_f1", "sd_mu_f1", "sd_kl_f1", "prim_f1"), "real": ("subgroups",)},
+)
