@@ -5,7 +5,10 @@ import numpy as np
 from icml24.language.case_or_rule import (
     ArithmeticLM,
     ArithmeticLMConfig,
+    LoRAArithmetic,
+    LoRAArithmeticConfig,
     chebyshev_distance,
+    lora_prompt,
     nearest_neighbour_predict,
     random_split,
     rule_following_trace,
@@ -28,6 +31,12 @@ FUZZ_CASES = [
                   "test_pairs": [np.zeros((0, 2), dtype=int)]}),
     dict(fn=ArithmeticLMConfig, kwargs={"steps": 5}, invalid={"task": ["x"], "fmt": ["cot"], "steps": [0, 1.5], "batch_size": [-1]}),
     dict(fn=ArithmeticLM, args=(), covers=("ArithmeticLM",)),
+    dict(fn=lora_prompt, args=(12, 34, "rfft"), invalid={"a": [-1, 1.5, "12"], "b": [None, True], "fmt": ["cot", 3]}),
+    dict(fn=LoRAArithmeticConfig, kwargs={"steps": 5},
+         invalid={"fmt": ["cot"], "rank": [0, 2.5], "alpha": [0, -1.0], "dropout": [1.0, -0.1], "steps": [0, True],
+                  "batch_size": [0], "lr": [0.0, "1e-3"], "warmup_ratio": [1.5], "max_new_tokens_margin": [0],
+                  "target_modules": [(), ["q_proj"], ("",)]}),
+    dict(fn=LoRAArithmetic, args=(), invalid={"config": ["rfft", ArithmeticLMConfig()]}),
 ]
 
 EXEMPT = {
@@ -35,4 +44,6 @@ EXEMPT = {
     "FORMATS": "a constant tuple",
     "TASKS": "a constant mapping of task objects",
     "SLUG": "a constant",
+    "RULE_CODE": "a constant string (the rule RFFT puts in the input)",
+    "RULE_PREFIX": "a constant string",
 }

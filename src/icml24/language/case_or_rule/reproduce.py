@@ -6,9 +6,12 @@ Two experiments, both with the shared character transformer trained from scratch
   (50, 50) is the training set; the hole is the test set. The control trains on a random split with the
   same number of held-out points. Claim (Section 3): accuracy collapses inside the hole, recovers towards
   its edge, and the random split is learned (near 100%); scratchpads do not remove the hole.
-* ``rfft``: length generalisation (Section 5, RFFT-lite). Train on additions with 1-3 digit operands in
-  three formats (direct answer, scratchpad, rule-following trace), test on 1-5 digit operands. Claim:
-  rule-following traces generalise in length far better than scratchpad and direct answers.
+* ``rfft``: length generalisation (Section 5, RFFT-lite), from scratch. Train on additions with 1-3 digit
+  operands in three formats (direct answer, scratchpad, rule-following trace), test on 1-5 digit operands.
+  Claim: rule-following traces generalise in length far better than scratchpad and direct answers.
+* ``lora_rfft``: the same with the paper's method, LoRA fine-tuning of a pretrained LM (SmolLM2-135M-Instruct
+  from the bundled GGUF; the paper uses Llama-2-7B), the rule in the input for RFFT
+  (:mod:`icml24.language.case_or_rule.lora_rfft`). Full scale only; skipped where the model is absent.
 """
 
 from __future__ import annotations
@@ -51,18 +54,38 @@ MODEL = {
     "full": {"d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 1500, "batch_size": 96, "lr": 2e-3},
 }
 LSO = {
-    "smoke": {"half_width": 3, "tasks": ["addition"], "formats": ["direct"]},
-    "quick": {"half_width": 8, "tasks": ["addition"], "formats": ["direct"]},
+    # arms: [task, format, splits, seeds (None: the scale's seeds; a number: the first that many)]
+    "smoke": {"half_width": 3, "arms": [["addition", "direct", ["hole", "random"], None]]},
+    "quick": {"half_width": 8, "arms": [["addition", "direct", ["hole", "random"], None]]},
     "full": {
         "half_width": 8,
-        "tasks": ["addition", "mod_addition", "base_addition", "linear_regression", "chicken_rabbit"],
-        "formats": ["direct", "scratchpad"],
+        "arms": [
+            # Full-scale cuts (the 15-minute budget): the random-split control (reported only; quick runs it
+            # at 3 seeds) and scratchpad and the other tasks train one seed, on the hole split only for the
+            # latter: their checks compare each model with its own training problems, which needs no control.
+            # Chicken-rabbit is left out: at this budget the model does not fit its training set (pilot: 0.13
+            # training accuracy, 74 s), so it would test nothing.
+            ["addition", "direct", ["hole"], None],
+            ["addition", "direct", ["random"], 1],
+            ["addition", "scratchpad", ["hole"], 1],
+            ["mod_addition", "direct", ["hole"], 1],
+            ["base_addition", "direct", ["hole"], 1],
+            ["linear_regression", "direct", ["hole"], 1],
+        ],
     },
 }
 RFFT = {
     "smoke": {"train_digits": 2, "test_digits": 3, "n_train": 200, "n_test": 8, "steps": 20, "seeds": 1},
-    "full": {"train_digits": 3, "test_digits": 5, "n_train": 20000, "n_test": 100, "steps": 1500, "seeds": 2},
-}
+    # Full: one seed and 500 steps of 48 (pilot at 1500 x 96: 757 s for the RFFT format alone, which then
+    # scored 1.00 on 1-3 digits and 0.00 on 4-5 digits, as did direct answers and scratchpad).
+    "full": {"train_digits": 3, "test_digits": 5, "n_train": 20000, "n_test": 100, "steps": 500, "batch_size": 48,
+             "seeds": 1},
+}  # fmt: skip
+LORA_RFFT = {
+    # Section 5 shrunk: train on 1-3 digit operands, test on 3 (in distribution), 4 and 5 digits.
+    "full": {"train_digits": 3, "test_digits": [3, 4, 5], "n_train": 3000, "n_test": 24, "steps": 60,
+             "batch_size": 4, "lr": 2e-3, "seeds": 1},
+}  # fmt: skip
 FORMAT_NAMES = {"direct": "direct answer", "scratchpad": "scratchpad", "rfft": "rule-following trace (RFFT)"}
 GAP_MARGIN = 0.05
 """A hole-vs-training gap within +-5 points is evidence of no hole (the paper reports near 0 vs near 100%)."""
@@ -115,7 +138,7 @@ def run_rfft(config: dict, seed: int) -> dict:
     k = int(config["train_digits"])
     per = config["n_train"] // k
     train = np.concatenate([_pairs_with_digits(rng, d, per) for d in range(1, k + 1)])
-    model = dict(config["model"], steps=config["steps"])
+    model = dict(config["model"], steps=config["steps"], batch_size=config.get("batch_size", config["model"]["batch_size"]))
     lm_config = with_overrides(ArithmeticLMConfig(), task="addition", fmt=config["fmt"], positions="rope", **model)
     test_rng = np.random.default_rng(10_000 + seed)
     tests = {d: _pairs_with_digits(test_rng, d, config["n_test"]) for d in range(1, config["test_digits"] + 1)}
@@ -124,25 +147,56 @@ def run_rfft(config: dict, seed: int) -> dict:
                   for p in tests.values() for a, b in p[:3])  # fmt: skip
     lm = ArithmeticLM(lm_config).fit(train, seed=seed, max_seq_len=longest + 64)
     out: dict = {"final_loss": lm.history_[-1]["loss"], "train_seconds": lm.history_[-1]["seconds"]}
-    out["accuracy_by_digits"] = [lm.score(tests[d]) for d in sorted(tests)]
-    out["correct_by_digits"] = [int(round(a * config["n_test"])) for a in out["accuracy_by_digits"]]
-    out["n_test"] = int(config["n_test"])
+    correct = [lm.correct(tests[d]) for d in sorted(tests)]
+    out["digits"] = sorted(tests)
+    out["accuracy_by_digits"] = [float(c.mean()) for c in correct]
+    out["correct_by_digits"] = [int(c.sum()) for c in correct]
+    out["n_by_digits"] = [int(c.size) for c in correct]
     return out
+
+
+def run_lora_rfft(config: dict, seed: int) -> dict:
+    """LoRA-fine-tune SmolLM2-135M-Instruct on 1..train_digits-digit additions in one format; exact match per
+    test operand length (Section 5's setup, shrunk)."""
+    import time
+
+    from icml24.language.case_or_rule.lora_rfft import LoRAArithmeticConfig, train_and_score
+    from icml24.language.pretrained import load_pretrained
+
+    rng = np.random.default_rng(seed)
+    k = int(config["train_digits"])
+    per = config["n_train"] // k
+    train = np.concatenate([_pairs_with_digits(rng, d, per) for d in range(1, k + 1)])
+    test_rng = np.random.default_rng(20_000 + seed)
+    tests = {int(d): _pairs_with_digits(test_rng, int(d), config["n_test"]) for d in config["test_digits"]}
+    t0 = time.perf_counter()
+    model, tokenizer = load_pretrained("smollm2-135m-instruct")
+    load_s = time.perf_counter() - t0
+    cfg = LoRAArithmeticConfig(fmt=config["fmt"], steps=int(config["steps"]), batch_size=int(config["batch_size"]),
+                               lr=float(config["lr"]))  # fmt: skip
+    return {**train_and_score(cfg, train, tests, seed=seed, model=model, tokenizer=tokenizer), "load_seconds": load_s}
+
+
+def _lora_missing() -> str | None:
+    """Why the LoRA arm cannot run here (its jobs are then not built), or None."""
+    import importlib.util
+
+    from icml24.language.pretrained import bundled_model_missing
+
+    if importlib.util.find_spec("peft") is None:
+        return "peft is not installed (the 'language' extra)"
+    return bundled_model_missing("smollm2-135m-instruct")
 
 
 def build_jobs(scale: str, seeds: int | None) -> list[Job]:
     jobs: list[Job] = []
     seed_list = seeds_for(scale, seeds, DEFAULT_SEEDS)
     lso = LSO[scale]
-    for task in lso["tasks"]:
-        for fmt in lso["formats"]:
-            if fmt != "direct" and task != "addition":
-                continue  # traces are defined for addition (the paper's scratchpad figure)
-            # Full scale: 3 seeds for addition, 1 for the other tasks (the notes' budget).
-            task_seeds = seed_list if task == "addition" or scale != "full" else seed_list[:1]
-            for split in ("hole", "random"):
-                cfg = {"task": task, "fmt": fmt, "split": split, "half_width": lso["half_width"], "model": MODEL[scale]}
-                jobs += [Job(SLUG, "lso", f"{__name__}:run_lso", cfg, s) for s in task_seeds]
+    for task, fmt, splits, n_seeds in lso["arms"]:
+        arm_seeds = seed_list if n_seeds is None or seeds is not None else seed_list[:n_seeds]
+        for split in splits:
+            cfg = {"task": task, "fmt": fmt, "split": split, "half_width": lso["half_width"], "model": MODEL[scale]}
+            jobs += [Job(SLUG, "lso", f"{__name__}:run_lso", cfg, s) for s in arm_seeds]
     if scale in RFFT:
         r = RFFT[scale]
         model = {k: v for k, v in MODEL[scale].items() if k != "steps"}
@@ -150,6 +204,12 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
         for fmt in ("direct", "scratchpad", "rfft"):
             cfg = {"fmt": fmt, "model": model, **{k: v for k, v in r.items() if k != "seeds"}}
             jobs += [Job(SLUG, "rfft", f"{__name__}:run_rfft", cfg, s) for s in range(n_seeds)]
+    if scale in LORA_RFFT and _lora_missing() is None:
+        r = LORA_RFFT[scale]
+        n_seeds = r["seeds"] if seeds is None else seeds
+        for fmt in ("rfft", "scratchpad", "direct"):  # the longest first
+            cfg = {"fmt": fmt, "model": "smollm2-135m-instruct", **{k: v for k, v in r.items() if k != "seeds"}}
+            jobs += [Job(SLUG, "lora_rfft", f"{__name__}:run_lora_rfft", cfg, s) for s in range(n_seeds)]
     return jobs
 
 
@@ -164,16 +224,14 @@ def _lso_checks(results: Sequence[JobResult]) -> tuple[list, list[Table], dict]:
                 rows.append([task, FORMAT_NAMES[fmt], SPLIT_NAMES[split],
                              fmt_mean_std([r.metrics["test_accuracy"] for r in rs]),
                              fmt_mean_std([r.metrics["train_accuracy"] for r in rs])])  # fmt: skip
-        if not hole or not rnd:
+        if not hole:
             continue
-        k_r, n_r = sum(r.metrics["test_correct"] for r in rnd), sum(r.metrics["test_n"] for r in rnd)
         k_h, n_h = sum(r.metrics["test_correct"] for r in hole), sum(r.metrics["test_n"] for r in hole)
         main = task == "addition" and fmt == "direct"
         # The case-based signature is a generalisation gap: the hole model solves its own training problems
         # but not the hole. Comparing with its training accuracy (not only with the random split) keeps an
         # under-trained model, which fails everywhere, from passing as "case-based".
         kt_h, nt_h = sum(r.metrics["train_correct"] for r in hole), sum(r.metrics["train_n"] for r in hole)
-        kt_r, nt_r = sum(r.metrics["train_correct"] for r in rnd), sum(r.metrics["train_n"] for r in rnd)
         gap = decide.compare_rates(kt_h, nt_h, k_h, n_h, alternative="greater", equivalence_margin=GAP_MARGIN,
                                    effect_name="hole model: training accuracy - accuracy inside the hole")  # fmt: skip
         checks.append(gap.to_check(
@@ -181,8 +239,15 @@ def _lso_checks(results: Sequence[JobResult]) -> tuple[list, list[Table], dict]:
             claim=f"{task}, {FORMAT_NAMES[fmt]}: a model trained around the left-out square solves its training "
                   "problems but fails inside the square",
             evidence=f"training sample {kt_h}/{nt_h}, hole {k_h}/{n_h}, pooled over {len(hole)} seeds",
-            decisive=main or fmt == "scratchpad",
+            decisive=main or (task == "addition" and fmt == "scratchpad"),
         ))  # fmt: skip
+        if main:
+            _ring_check(hole, checks)
+            rings[(task, fmt)] = hole
+        if not rnd:
+            continue
+        k_r, n_r = sum(r.metrics["test_correct"] for r in rnd), sum(r.metrics["test_n"] for r in rnd)
+        kt_r, nt_r = sum(r.metrics["train_correct"] for r in rnd), sum(r.metrics["train_n"] for r in rnd)
         control = decide.compare_rates(kt_r, nt_r, k_r, n_r, alternative="greater",
                                        effect_name="random-split model: training - held-out accuracy")  # fmt: skip
         checks.append(control.to_check(
@@ -201,26 +266,13 @@ def _lso_checks(results: Sequence[JobResult]) -> tuple[list, list[Table], dict]:
             evidence=f"hole {k_h}/{n_h}, random {k_r}/{n_r} test items pooled over {len(hole)} seeds",
             decisive=False,
         ))  # fmt: skip
-        if fmt == "direct" and task == "addition":
-            ring_x, ring_y = [], []
-            for r in hole:
-                for dist, acc in enumerate(r.metrics["ring_accuracy"]):
-                    ring_x.append(dist)
-                    ring_y.append(acc)
-            rings[(task, fmt)] = hole
-            t = decide.trend(ring_x, ring_y, claim="increasing", method="spearman",
-                             effect_name="Spearman rho of ring accuracy in Chebyshev distance to the centre")  # fmt: skip
-            checks.append(t.to_check(
-                id="hole-recovers-towards-edge",
-                claim="addition, direct answer: inside the hole, accuracy rises from the centre towards the edge",
-                evidence=f"{len(ring_x)} (ring, seed) points",
-            ))  # fmt: skip
+        if main:
             acc = [r.metrics["test_accuracy"] for r in rnd]
             c = decide.rate_vs_value(k_r, n_r, 0.9, effect_name="random-split test accuracy")
             checks.append(c.to_check(
                 id="random-split-learned",
                 claim="control: the random split is learned (test accuracy above 0.9; the paper reports near 100%)",
-                evidence=f"per seed {np.round(acc, 3).tolist()}",
+                evidence="per seed " + ", ".join(f"{a:.3f}" for a in acc),
                 decisive=False,
             ))  # fmt: skip
     table = Table("Leave-square-out: exact-match accuracy (mean ± std over seeds)",
@@ -228,47 +280,112 @@ def _lso_checks(results: Sequence[JobResult]) -> tuple[list, list[Table], dict]:
     return checks, [table] if rows else [], rings
 
 
-def _rfft_checks(results: Sequence[JobResult]) -> tuple[list, list[Table], dict]:
-    groups = group_results(results, "rfft", by=("fmt",))
+def _ring_check(hole: Sequence[JobResult], checks: list) -> None:
+    ring_x, ring_y = [], []
+    for r in hole:
+        for dist, acc in enumerate(r.metrics["ring_accuracy"]):
+            ring_x.append(dist)
+            ring_y.append(acc)
+    t = decide.trend(ring_x, ring_y, claim="increasing", method="spearman",
+                     effect_name="Spearman rho of ring accuracy in Chebyshev distance to the centre")  # fmt: skip
+    checks.append(t.to_check(
+        id="hole-recovers-towards-edge",
+        claim="addition, direct answer: inside the hole, accuracy rises from the centre towards the edge",
+        evidence=f"{len(ring_x)} (ring, seed) points",
+    ))  # fmt: skip
+
+
+ARM_NAMES = {"rfft": "from scratch", "lora_rfft": "SmolLM2-135M + LoRA"}
+
+
+def _rfft_checks(results: Sequence[JobResult], experiment: str) -> tuple[list, list[Table], dict]:
+    """RFFT vs scratchpad (decisive) and vs direct answers (reported) on operands longer than any trained on,
+    for one arm: ``rfft`` (from scratch) or ``lora_rfft`` (pretrained + LoRA)."""
+    groups = group_results(results, experiment, by=("fmt",))
     if not groups:
         return [], [], {}
+    arm = ARM_NAMES[experiment]
     any_r = next(iter(groups.values()))[0]
-    k_train, k_test = any_r.job.config["train_digits"], any_r.job.config["test_digits"]
+    k_train = int(any_r.job.config["train_digits"])
+    digits = [int(d) for d in any_r.metrics["digits"]]
     rows = []
     for (fmt,), rs in groups.items():
         accs = np.array([r.metrics["accuracy_by_digits"] for r in rs])
-        rows.append([FORMAT_NAMES[fmt]] + [fmt_mean_std(accs[:, i]) for i in range(k_test)])
-    table = Table(f"Length generalisation: trained on 1-{k_train} digit operands (mean ± std over seeds)",
-                  ["format"] + [f"{d} digits" for d in range(1, k_test + 1)], rows)  # fmt: skip
+        k = np.sum([r.metrics["correct_by_digits"] for r in rs], axis=0)
+        n = np.sum([r.metrics["n_by_digits"] for r in rs], axis=0)
+        cells = [f"{fmt_mean_std(accs[:, i])} ({k[i]}/{n[i]})" if len(rs) > 1 else f"{accs[0, i]:.3f} ({k[i]}/{n[i]})"
+                 for i in range(len(digits))]  # fmt: skip
+        rows.append([FORMAT_NAMES[fmt], str(len(rs))] + cells)
+    spread = "mean ± std over seeds where more than one; correct/total pooled" if any(len(v) > 1 for v in groups.values()) \
+        else "one seed; correct/total test items"  # fmt: skip
+    table = Table(f"Length generalisation, {arm}: trained on 1-{k_train} digit operands, exact-match accuracy ({spread})",
+                  ["format", "seeds"] + [f"{d} digits" for d in digits], rows)  # fmt: skip
 
-    def ood(fmt: str) -> tuple[int, int]:
-        rs = groups.get((fmt,), [])
-        k = sum(sum(r.metrics["correct_by_digits"][k_train:]) for r in rs)
-        n = sum(r.metrics["n_test"] * (k_test - k_train) for r in rs)
+    def pooled(fmt: str, longer: bool) -> tuple[int, int]:
+        k = n = 0
+        for r in groups.get((fmt,), []):
+            for d, c, m in zip(r.metrics["digits"], r.metrics["correct_by_digits"], r.metrics["n_by_digits"]):
+                if (int(d) > k_train) == longer:
+                    k, n = k + int(c), n + int(m)
         return k, n
 
+    longer = [d for d in digits if d > k_train]
+    span = f"{min(longer)}-{max(longer)}" if longer else "none"
     checks = []
-    k_rule, n_rule = ood("rfft")
+    k_rule, n_rule = pooled("rfft", True)
     for base in ("scratchpad", "direct"):
-        k_b, n_b = ood(base)
+        k_b, n_b = pooled(base, True)
         if n_rule and n_b:
             d = decide.compare_rates(k_rule, n_rule, k_b, n_b, alternative="greater",
-                                     effect_name=f"RFFT - {FORMAT_NAMES[base]} accuracy on longer operands")  # fmt: skip
+                                     effect_name=f"RFFT - {FORMAT_NAMES[base]} accuracy on longer operands ({arm})")  # fmt: skip
             checks.append(d.to_check(
-                id=f"rfft-beats-{base}",
-                claim=f"rule-following traces generalise to {k_train + 1}-{k_test} digit operands better than "
+                id=f"rfft-beats-{base}" + ("-lora" if experiment == "lora_rfft" else ""),
+                claim=f"{arm}: rule-following traces generalise to {span} digit operands better than "
                       f"{FORMAT_NAMES[base]}",
-                evidence=f"RFFT {k_rule}/{n_rule}, {base} {k_b}/{n_b} longer-operand items",
+                evidence=f"RFFT {k_rule}/{n_rule}, {FORMAT_NAMES[base]} {k_b}/{n_b} items with {span} digit operands",
                 decisive=base == "scratchpad",
             ))  # fmt: skip
+    for (fmt,), _ in groups.items():
+        k_in, n_in = pooled(fmt, False)
+        if n_in:
+            lo, hi = decide.wilson_interval(k_in, n_in, 0.90)
+            checks.append(decide.rate_vs_value(k_in, n_in, 0.5, effect_name="accuracy on trained lengths").to_check(
+                id=f"in-distribution-{fmt}" + ("-lora" if experiment == "lora_rfft" else ""),
+                claim=f"{arm}, {FORMAT_NAMES[fmt]} (harness check): the model learned the lengths it was trained on "
+                      "(accuracy above 0.5); if not, its length generalisation says little",
+                evidence=f"{k_in}/{n_in} = {k_in / n_in:.3f}, 90% Wilson interval [{lo:.3f}, {hi:.3f}]",
+                decisive=False,
+            ))  # fmt: skip
     return checks, [table], groups
+
+
+def _length_figure(groups: dict, experiment: str) -> Figure:
+    fig, ax = new_figure()
+    k_train = int(next(iter(groups.values()))[0].job.config["train_digits"])
+    for (fmt,), rs in groups.items():
+        x = np.array(rs[0].metrics["digits"], dtype=float)
+        k = np.sum([r.metrics["correct_by_digits"] for r in rs], axis=0)
+        n = np.sum([r.metrics["n_by_digits"] for r in rs], axis=0)
+        rate = k / n
+        ci = np.array([decide.wilson_interval(int(a), int(b), 0.90) for a, b in zip(k, n)])
+        ax[0, 0].errorbar(x, rate, yerr=[rate - ci[:, 0], ci[:, 1] - rate], marker="o", capsize=3,
+                          label=FORMAT_NAMES[fmt])  # fmt: skip
+    ax[0, 0].axvline(k_train + 0.5, color="grey", ls=":", label="longest training length")
+    ax[0, 0].set(xlabel="operand length (digits)", ylabel="exact-match accuracy", ylim=(-0.02, 1.02),
+                 title=f"Length generalisation, {ARM_NAMES[experiment]}")  # fmt: skip
+    ax[0, 0].set_xticks(sorted({int(d) for rs in groups.values() for d in rs[0].metrics["digits"]}))
+    ax[0, 0].legend(fontsize=8)
+    return _figure(f"Length generalisation by format ({ARM_NAMES[experiment]})", fig,
+                   "Exact-match accuracy by operand length; error bars: 90% Wilson intervals of the test items "
+                   "pooled over seeds.")  # fmt: skip
 
 
 def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     results = [r for r in results if r.status == "ok"]
     lso_checks, lso_tables, rings = _lso_checks(results)
-    rfft_checks, rfft_tables, rfft_groups = _rfft_checks(results)
-    checks = lso_checks + rfft_checks
+    rfft_checks, rfft_tables, rfft_groups = _rfft_checks(results, "rfft")
+    lora_checks, lora_tables, lora_groups = _rfft_checks(results, "lora_rfft")
+    checks = lso_checks + rfft_checks + lora_checks
     figures = []
     if rings:
         hole = rings[("addition", "direct")]
@@ -292,24 +409,14 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         fig.colorbar(im, ax=ax[0, 1], label="correct (1) / wrong (0)")
         figures.append(_figure("Leave-square-out accuracy map", fig, "Left: accuracy per ring of the hole; "
                                "right: which test problems seed 0 solves."))  # fmt: skip
-    if rfft_groups:
-        fig, ax = new_figure()
-        for (fmt,), rs in rfft_groups.items():
-            accs = np.array([r.metrics["accuracy_by_digits"] for r in rs])
-            x = np.arange(1, accs.shape[1] + 1)
-            ax[0, 0].errorbar(x, accs.mean(0), yerr=accs.std(0, ddof=1) if len(accs) > 1 else None, marker="o",
-                              capsize=3, label=FORMAT_NAMES[fmt])  # fmt: skip
-        k_train = next(iter(rfft_groups.values()))[0].job.config["train_digits"]
-        ax[0, 0].axvline(k_train + 0.5, color="grey", ls=":", label="longest training length")
-        ax[0, 0].set(xlabel="operand length (digits)", ylabel="exact-match accuracy", ylim=(-0.02, 1.02),
-                     title="Length generalisation (mean ± std over seeds)")  # fmt: skip
-        ax[0, 0].legend(fontsize=8)
-        figures.append(_figure("Length generalisation by format", fig, ""))
+    for experiment, groups in (("rfft", rfft_groups), ("lora_rfft", lora_groups)):
+        if groups:
+            figures.append(_length_figure(groups, experiment))
     summary_parts = [f"Scale {scale}."]
     for c in checks:
         summary_parts.append(f"{c.claim.split(':')[0]}: {c.verdict.replace('_', ' ')} ({c.evidence}).")
     return decide.analysis(checks, summary=" ".join(summary_parts), rule="all",
-                           tables=lso_tables + rfft_tables, figures=figures)  # fmt: skip
+                           tables=lso_tables + rfft_tables + lora_tables, figures=figures)  # fmt: skip
 
 
 def _figure(title: str, fig, caption: str) -> Figure:

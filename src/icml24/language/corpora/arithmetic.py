@@ -172,14 +172,24 @@ def rule_following_trace(a: int, b: int) -> str:
     """A rule-following (RFFT) trace of ``a + b``: the digit-list addition loop of the paper's Fig. 5 /
     the official ``prompt_base10.py``, executed step by step with the variable values after each line.
 
-    Shortened for a character model (the official trace quotes every code line): per loop iteration one
-    line ``n1=[..] n2=[..] d1=x d2=y t=x+y+c=s r=[..] c=k``, a final carry line and the answer.
+    Shortened (the official trace quotes every code line and checks the loop condition in words): a first
+    line reciting the operands as digit lists and the initial state (``num1=[..] num2=[..] r=[] c=0``, the
+    official trace's "num1=..., num2=..." and "1. Initialize Result and Carry"), then per loop iteration one
+    line ``n1=[..] n2=[..] d1=x d2=y t=x+y+c=s r=[..] c=k`` (the lists after the pops), a final carry line
+    and the answer.
+
+    >>> print(rule_following_trace(57, 8))
+    num1=[57] num2=[8] r=[] c=0
+    n1=[5] n2=[] d1=7 d2=8 t=7+8+0=15 r=[5] c=1
+    n1=[] n2=[] d1=5 d2=0 t=5+0+1=6 r=[65] c=0
+    carry 0 r=[65]
+    65
     """
     a, b = _check_operands(a, b)
     n1, n2 = [int(c) for c in str(a)], [int(c) for c in str(b)]
     result: list[int] = []
     carry = 0
-    lines = []
+    lines = [f"num1={_digits(n1)} num2={_digits(n2)} r=[] c=0"]
     while n1 or n2:
         d1 = n1.pop() if n1 else 0
         d2 = n2.pop() if n2 else 0
