@@ -64,12 +64,11 @@ LSO = {
             # at 3 seeds) and scratchpad and the other tasks train one seed, on the hole split only for the
             # latter: their checks compare each model with its own training problems, which needs no control.
             # Chicken-rabbit is left out: at this budget the model does not fit its training set (pilot: 0.13
-            # training accuracy, 74 s), so it would test nothing.
+            # training accuracy, 74 s), so it would test nothing; base-9 addition too (the budget).
             ["addition", "direct", ["hole"], None],
             ["addition", "direct", ["random"], 1],
             ["addition", "scratchpad", ["hole"], 1],
             ["mod_addition", "direct", ["hole"], 1],
-            ["base_addition", "direct", ["hole"], 1],
             ["linear_regression", "direct", ["hole"], 1],
         ],
     },
@@ -82,9 +81,11 @@ RFFT = {
              "seeds": 1},
 }  # fmt: skip
 LORA_RFFT = {
-    # Section 5 shrunk: train on 1-3 digit operands, test on 3 (in distribution), 4 and 5 digits.
-    "full": {"train_digits": 3, "test_digits": [3, 4, 5], "n_train": 3000, "n_test": 24, "steps": 60,
-             "batch_size": 4, "lr": 2e-3, "seeds": 1},
+    # Section 5 shrunk: train on 1-3 digit operands (200 rows seen: 100 steps of 2; the official batch is 1),
+    # test on 3 (in distribution), 4 and 5 digits. Pilot (40 steps of 4, lr 2e-3, load ~6): 3.1 s a step for
+    # RFFT, 1.4 for scratchpad, 0.5 for direct; RFFT had learned the trace's format, not its arithmetic.
+    "full": {"train_digits": 3, "test_digits": [3, 4, 5], "n_train": 3000, "n_test": 20, "steps": 100,
+             "batch_size": 2, "lr": 2e-3, "seeds": 1},
 }  # fmt: skip
 FORMAT_NAMES = {"direct": "direct answer", "scratchpad": "scratchpad", "rfft": "rule-following trace (RFFT)"}
 GAP_MARGIN = 0.05
@@ -428,23 +429,36 @@ REPRODUCTION = Reproduction(
     claim=(
         "Transformers trained on arithmetic fail inside a left-out square of the input grid (accuracy collapses "
         "in the middle and recovers towards the edge) while a random split is learned, with or without "
-        "scratchpad; rule-following traces (RFFT) generalise in length better than scratchpad."
+        "scratchpad; rule-following fine-tuning (RFFT) generalises in length better than scratchpad, from scratch "
+        "and with LoRA on a pretrained LM."
     ),
     build_jobs=build_jobs,
     analyze=analyze,
     deviations=(
-        "Models are trained from scratch (a 2-layer, d=64, ~0.1 M-parameter character transformer, 1200-1500 AdamW steps), not "
-        "fine-tuned GPT-2 / Llama-2-7B; RFFT is tested from scratch (no pretrained code reading).",
-        "Answer-only loss (the official train.py trains on the whole sequence; ArithmeticLMConfig.answer_only_loss="
-        "False restores it); no model selection on the test set: the last step is evaluated.",
+        "LSO and RFFT-lite models are trained from scratch (a 2-layer, d=64, ~0.1 M-parameter character transformer "
+        "with RoPE, 1200-1500 AdamW steps), not fine-tuned GPT-2 (learned positions) / Llama-2-7B.",
+        "The LoRA arm fine-tunes SmolLM2-135M-Instruct (dequantised from the bundled Q4_1 GGUF), not Llama-2-7B: "
+        "official adapter shape (r=8, alpha=16, dropout 0.05, q_proj and v_proj) but lr 2e-3 instead of 2e-5 and "
+        "a few hundred training problems (steps x batch) instead of one epoch of the training grid, on 1-3 instead "
+        "of 1-5 digit operands, tested on 3-5 instead of up to 12+ digits; plain text prompts, no chat template.",
+        "LoRA arm: the rule text in the RFFT input is encoded once by the frozen pretrained model and shared as a "
+        "key/value prefix (the adapters act on the question and the trace), which halves RFFT's cost on a CPU.",
+        "Answer-only loss (the official GPT-2 train.py trains on the whole sequence; ArithmeticLMConfig."
+        "answer_only_loss=False restores it; the official LoRA runs mask the user turn, as here); no model "
+        "selection on the test set: the last step is evaluated.",
         "Chicken-rabbit questions are shortened to 'L legs,H heads=' and answered 'rabbits,chickens'; the grid is "
-        "(rabbits, chickens) in [0, 100)^2.",
+        "(rabbits, chickens) in [0, 100)^2; left out of the full run (the model does not fit it at this budget), "
+        "as is base-9 addition (the 15-minute budget).",
         "Scratchpad and rule-following traces exist for addition only (the official repository also has scratchpads "
         "for modular and base-9 addition).",
-        "The rule-following trace is shortened to one line of variable values per loop iteration, and the rule text "
-        "itself is not put in the input (a constant prefix tells a model trained from scratch nothing).",
+        "The rule-following trace is shortened to a line reciting the operands as digit lists and one line of "
+        "variable values per loop iteration (the official trace quotes every code line and the loop checks); "
+        "the from-scratch arm gets no rule text in its input (a constant prefix tells a model trained from "
+        "scratch nothing), the LoRA arm does.",
         "LSO holes: one square of half-width 8 around (50, 50) (the official one-hole split); no multi-hole splits.",
-        "Test items are the unit of the hole-vs-random rate comparison (pooled over seeds); seeds are shown as spread.",
+        "Full scale is cut to fit 15 minutes on one core: one seed for the scratchpad hole, the other tasks (hole "
+        "split only), the random-split control, the from-scratch RFFT arm (500 steps of 48) and the LoRA arm.",
+        "Test items are the unit of the rate comparisons (pooled over seeds); seeds are shown as spread.",
     ),
     scales=("smoke", "quick", "full"),
 )
