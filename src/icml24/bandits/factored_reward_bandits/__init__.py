@@ -13,10 +13,11 @@ suboptimal arms of different factors in the same rounds. Everything is vectorise
     sim.final.mean()   # mean R_T over the 20 trials
 """
 
+from ..regret import loglog_slope
 from .agents import FUCB, FactoredAgent, FlatMoMUCB, FlatUCB1, FTrack
 from .environments import FactoredEnv, ParallelFactoredEnv, joint_actions, joint_index
 from .lower_bound import ExplorationLP, aligned_schedule, exploration_lp, required_samples, schedule_cost
-from .simulation import Simulation, loglog_slope, simulate
+from .simulation import Simulation, simulate
 
 SLUG = "factored-reward-bandits"
 

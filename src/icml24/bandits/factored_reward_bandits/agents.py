@@ -30,7 +30,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._checks import actions_array, non_negative_float, observations_array, positive_float, positive_int
+from .._checks import actions_array, non_negative_float, observations_array, positive_float, positive_int
 from .environments import joint_actions, joint_index
 from .lower_bound import aligned_schedule
 

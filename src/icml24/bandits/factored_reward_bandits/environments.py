@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._checks import (
+from .._checks import (
     actions_array,
     integer_array,
     means_array,

@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._checks import means_array, non_negative_float, positive_int
+from .._checks import means_array, non_negative_float, positive_int
 from .environments import joint_actions
 
 

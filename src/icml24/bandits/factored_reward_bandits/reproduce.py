@@ -44,11 +44,13 @@ from icml24.common.experiment import (
     seeds_for,
 )
 
+from ..regret import loglog_slope
+from ..verdicts import all_cells as _all_cells
 from . import SLUG
 from .agents import FUCB, FlatMoMUCB, FlatUCB1, FTrack
 from .environments import FactoredEnv, ParallelFactoredEnv
 from .lower_bound import aligned_schedule, exploration_lp, schedule_cost
-from .simulation import loglog_slope, simulate
+from .simulation import simulate
 
 MOM_BUDGET = 7_000_000
 """Largest ``n_trials * K^d * T`` for which the median-of-means baseline (which keeps every reward) is run."""
@@ -491,42 +493,6 @@ C3_RULE = ("per (sigma, T), the per-trial log ratio log(R_T(F-Track) / R_T(F-UCB
 
 def _log(values) -> np.ndarray:
     return np.log(np.maximum(np.asarray(values, dtype=float), 1e-12))
-
-
-def _refute_holm(decisions: list) -> list:
-    """Support needs every cell at alpha (intersection-union); a refutation must survive Holm across cells.
-    (decide.holm is skipped when no raw refuting p-value is below alpha: corrected ones are never smaller.)"""
-    from dataclasses import replace
-
-    from icml24.common.decide import holm
-
-    if not any(math.isfinite(d.p_refute) and d.p_refute < d.alpha for d in decisions):
-        return [replace(d, verdict="inconclusive") if d.verdict == "not_supported" else d for d in decisions]
-    corrected = holm(decisions)
-    return [d if d.verdict == "supported" else replace(d, verdict="not_supported" if h.verdict == "not_supported"
-                                                        else "inconclusive", p_refute=h.p_refute)
-            for d, h in zip(decisions, corrected)]
-
-
-def _all_cells(decisions: dict, *, id: str, claim: str, rule: str, power: float | None = None,
-               decisive: bool = True, extra: str = "") -> ClaimCheck:
-    keys = list(decisions)
-    if not keys:
-        return ClaimCheck(claim, "inconclusive", "no configuration could be evaluated" + extra, id=id, rule=rule,
-                          decisive=decisive)
-    decided = dict(zip(keys, _refute_holm([decisions[k] for k in keys])))
-    verdicts = [d.verdict for d in decided.values()]
-    verdict = ("supported" if all(v == "supported" for v in verdicts)
-               else "not_supported" if "not_supported" in verdicts else "inconclusive")
-    worst_key = max(keys, key=lambda k: decided[k].p_value if math.isfinite(decided[k].p_value) else 2.0)
-    worst = decided[worst_key]
-    evidence = "; ".join(f"{k}: {decided[k].describe()} [{decided[k].verdict}]" for k in keys) + extra
-    return ClaimCheck(claim, verdict, evidence, id=id, rule=rule,
-                      effect=worst.effect if math.isfinite(worst.effect) else None,
-                      effect_name=f"least clear ({worst_key}): {worst.effect_name}",
-                      ci=worst.ci if all(math.isfinite(c) for c in worst.ci) else None, ci_level=worst.ci_level,
-                      p_value=worst.p_value if math.isfinite(worst.p_value) else None, power=power,
-                      n=sum(decided[k].n for k in keys), decisive=decisive)
 
 
 def _flat_checks(groups: dict) -> tuple[ClaimCheck, ClaimCheck, ClaimCheck]:

@@ -1,4 +1,4 @@
-"""Argument checks shared by the environments, agents and simulator (each error names its argument)."""
+"""Argument checks shared by the bandit papers (each error names its argument)."""
 
 from __future__ import annotations
 
