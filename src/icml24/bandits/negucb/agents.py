@@ -34,6 +34,7 @@ from .model import (
     LinearFeatures,
     RandomFourierFeatures,
     RidgePosterior,
+    SumFeatures,
     median_lengthscale,
 )
 
@@ -81,7 +82,8 @@ class NegUCB(NegotiationAgent):
         beta: the UCB width multiplier (notes: a tuned constant; 1.0 there, 0.3 here after a pilot).
         lam: the ridge / kernel regulariser ``lambda`` (notes: 1.0).
         n_features: random Fourier features ``D`` approximating the product RBF kernel.
-        features: ``"rff"`` (kernel) or ``"linear"`` (``[1, c, h, b]``, the linear baseline).
+        features: ``"rff"`` (the product RBF kernel), ``"linear"`` (``[1, c, h, b]``, the linear baseline) or
+            ``"rff+linear"`` (the sum of the two kernels).
         hidden_state: include ``h`` in ``z`` (False: the ablation).
         lengthscale_state: RBF lengthscale of the context and hidden-state coordinates.
         lengthscale_bid: RBF lengthscale of the bid encoding; ``None``: the median heuristic over the bids.
@@ -98,7 +100,7 @@ class NegUCB(NegotiationAgent):
         beta: float = 0.3,
         lam: float = 1.0,
         n_features: int = 128,
-        features: str = "rff",
+        features: str = "rff+linear",
         hidden_state: bool = True,
         lengthscale_state: float = 1.0,
         lengthscale_bid: float | None = None,
@@ -112,8 +114,8 @@ class NegUCB(NegotiationAgent):
         self.beta = non_negative_float(beta, "beta")
         self.lam = positive_float(lam, "lam")
         self.n_features = positive_int(n_features, "n_features")
-        if features not in ("rff", "linear"):
-            raise ValueError(f"features must be 'rff' or 'linear', got {features!r}")
+        if features not in ("rff", "linear", "rff+linear"):
+            raise ValueError(f"features must be 'rff', 'linear' or 'rff+linear', got {features!r}")
         self.features = features
         if not isinstance(hidden_state, (bool, np.bool_)):
             raise TypeError(f"hidden_state must be a bool, got {hidden_state!r}")
@@ -134,12 +136,14 @@ class NegUCB(NegotiationAgent):
     def _reset(self, env: NegotiationEnv) -> None:
         enc = env.domain.encodings
         state_dim = CONTEXT_DIM + (HIDDEN_DIM if self.hidden_state else 0)
-        if self.features == "rff":
+        if self.features == "linear":
+            self.feature_map_ = LinearFeatures().bind(state_dim, enc)
+        else:
             ls_bid = self.lengthscale_bid or median_lengthscale(enc, seed=self.seed)
             scales = np.concatenate([np.full(state_dim, self.lengthscale_state), np.full(enc.shape[1], ls_bid)])
-            self.feature_map_ = RandomFourierFeatures(self.n_features, scales, self.seed).bind(state_dim, enc)
-        else:
-            self.feature_map_ = LinearFeatures().bind(state_dim, enc)
+            rff = RandomFourierFeatures(self.n_features, scales, self.seed)
+            self.feature_map_ = (rff if self.features == "rff" else SumFeatures(rff, LinearFeatures())).bind(
+                state_dim, enc)
         self.posterior_ = RidgePosterior(self.n_trials_, self.feature_map_.dim, self.lam)
         self.tracker_ = HiddenState().reset(self.n_trials_)
         self.rng_ = np.random.default_rng([self.seed, 1])

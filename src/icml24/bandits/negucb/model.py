@@ -133,6 +133,25 @@ class LinearFeatures:
         return np.concatenate([np.broadcast_to(state[:, None, :], (n, m, state.shape[1])), self._enc[bids]], axis=2)
 
 
+class SumFeatures:
+    """Features of the sum of two kernels: the concatenation ``(phi_1(z), phi_2(z))``."""
+
+    def __init__(self, *maps) -> None:
+        self.maps = maps
+
+    def bind(self, state_dim: int, encodings: np.ndarray) -> SumFeatures:
+        for m in self.maps:
+            m.bind(state_dim, encodings)
+        return self
+
+    @property
+    def dim(self) -> int:
+        return sum(m.dim for m in self.maps)
+
+    def __call__(self, state: np.ndarray, bids: np.ndarray) -> np.ndarray:
+        return np.concatenate([m(state, bids) for m in self.maps], axis=2)
+
+
 class RidgePosterior:
     """Per-trial Bayesian ridge regression in feature space, updated by Sherman-Morrison (trials on axis 0).
 

@@ -105,9 +105,9 @@ def make_agent(name: str, hp: dict, seed: int) -> NegotiationAgent:
     kernel = {"lam": hp["lam"], "n_features": hp["n_features"], "lengthscale_state": hp["lengthscale_state"],
               "exhaustive_limit": hp["exhaustive_limit"], "seed": seed}  # fmt: skip
     if name == "negucb":
-        return NegUCB(beta=hp["beta"], **kernel)
+        return NegUCB(beta=hp["beta"], features=hp["features"], **kernel)
     if name == "no_hidden":
-        return NegUCB(beta=hp["beta"], hidden_state=False, **kernel)
+        return NegUCB(beta=hp["beta"], features=hp["features"], hidden_state=False, **kernel)
     if name == "eps_greedy":
         return EpsilonGreedy(epsilon=hp["epsilon"], **kernel)
     if name == "linear_ucb":
@@ -176,16 +176,17 @@ class ScaleConfig:
     n_features: int = 128
     """Random Fourier features of the kernel models."""
     large_horizon: int = 1500
-    """Proposals per trial on the 15,625-bid task."""
+    """Proposals per trial on the 15,625-bid task and in the sensitivity runs."""
 
 
 SCALES: dict[str, ScaleConfig] = {
     "smoke": ScaleConfig(trials=2, seeds=1, horizon=120, n_features=16),
-    "quick": ScaleConfig(trials=8, seeds=3, horizon=1500),
-    "full": ScaleConfig(trials=10, seeds=4, horizon=3000, extra_tasks=True, sensitivity=True),
+    "quick": ScaleConfig(trials=12, seeds=2, horizon=1500),
+    "full": ScaleConfig(trials=12, seeds=2, horizon=3000, extra_tasks=True, sensitivity=True),
 }
 DEFAULT_SEEDS = {name: cfg.seeds for name, cfg in SCALES.items()}
-DEFAULT_HP = {"beta": 0.3, "lam": 1.0, "lengthscale_state": 1.0, "epsilon": 0.1, "exhaustive_limit": 1024}
+DEFAULT_HP = {"beta": 0.3, "lam": 1.0, "lengthscale_state": 1.0, "epsilon": 0.1, "exhaustive_limit": 1024,
+              "features": "rff+linear"}
 
 
 def _multi(types: list, n_issues: int = 3, n_values: int = 4) -> dict:
@@ -203,7 +204,7 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
             jobs.append(Job(SLUG, experiment, f"{MODULE}:run_negotiation", config, s))
 
     add("varying_types", _multi(THREE_TYPES), ALL_AGENTS, cfg.horizon)
-    add("stationary", _multi([[1.0, 0.3]]), ("negucb", "no_hidden", "linear_ucb"), cfg.horizon)
+    add("stationary", _multi([[1.0, 0.3]]), ("negucb", "linear_ucb"), cfg.horizon)
     if cfg.extra_tasks:
         add("trading", {"domain": "trading", "n_levels": 50, "types": [[0.3, 0.7], [2.0, 0.2]]}, ALL_AGENTS,
             cfg.horizon)
@@ -212,10 +213,13 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
         add("large_bids", _multi(THREE_TYPES, 6, 5), ("negucb", "linear_ucb", "boulware", "random"),
             cfg.large_horizon)
     if cfg.sensitivity:
-        for key, values in (("beta", (0.1, 1.0)), ("lam", (0.3, 3.0)), ("lengthscale_state", (0.5, 2.0))):
+        for key, values in (("beta", (0.1, 1.0)), ("lam", (0.3, 3.0)), ("lengthscale_state", (0.5, 2.0)),
+                            ("features", ("rff",))):
             for v in values:
-                add("sensitivity", _multi(THREE_TYPES), ("negucb",), cfg.horizon, dict(hp, **{key: v}),
+                add("sensitivity", _multi(THREE_TYPES), ("negucb",), cfg.large_horizon, dict(hp, **{key: v}),
                     varied=key, value=v)
+        add("sensitivity", _multi(THREE_TYPES), ("negucb",), cfg.large_horizon, hp, varied="none (defaults)",
+            value="-")
     return jobs
 
 
@@ -333,21 +337,20 @@ def _figure(tasks: dict[str, list[JobResult]]) -> Figure | None:
                   "logarithmic, so a slope below 1 is sublinear regret.")  # fmt: skip
 
 
-def _sensitivity_table(res: list[JobResult], base: list[JobResult] | None) -> Table | None:
+def _sensitivity_table(res: list[JobResult]) -> Table | None:
     if not res:
         return None
     rows = []
-    if base:
-        rows.append(["defaults", f"beta {DEFAULT_HP['beta']}, lambda {DEFAULT_HP['lam']}, lengthscale "
-                     f"{DEFAULT_HP['lengthscale_state']}", fmt_mean_std(_pooled(base, "regret_negucb").tolist()),
-                     fmt_mean_std(_pooled(base, "reward_negucb").tolist())])  # fmt: skip
-    for (key, value), g in sorted(group_results(res, "sensitivity", by=("varied", "value")).items()):
-        rows.append([key, f"{value:g}", fmt_mean_std(_pooled(g, "regret_negucb").tolist()),
+    groups = group_results(res, "sensitivity", by=("varied", "value"))
+    for (key, value), g in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        rows.append([key, str(value), fmt_mean_std(_pooled(g, "regret_negucb").tolist()),
                      fmt_mean_std(_pooled(g, "reward_negucb").tolist())])  # fmt: skip
-    return Table("NegUCB's sensitivity (multi-issue, 3 hidden types; one setting changed at a time)",
+    horizon = res[0].job.config["horizon"]
+    return Table(f"NegUCB's sensitivity (multi-issue, 3 hidden types, T = {horizon}; one setting changed at a time)",
                  ["changed", "value", "regret R_T", "utility won in deals"], rows,
-                 "mean ± std over trials; 'lengthscale_state' is the RBF lengthscale of the context and hidden-state "
-                 "coordinates.")  # fmt: skip
+                 f"mean ± std over trials. Defaults: beta {DEFAULT_HP['beta']}, lambda {DEFAULT_HP['lam']}, state "
+                 f"lengthscale {DEFAULT_HP['lengthscale_state']}, kernel RBF + linear; 'features rff' is the RBF "
+                 "kernel alone.")  # fmt: skip
 
 
 def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
@@ -356,7 +359,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     ok = [r for r in results if r.status == "ok"]
     tasks = _by_task(ok)
     tables: list[Table] = [_table(t, tasks[t]) for t in ("varying_types", "stationary", *TASKS[1:]) if t in tasks]
-    sens = _sensitivity_table(tasks.get("sensitivity", []), tasks.get("varying_types"))
+    sens = _sensitivity_table(tasks.get("sensitivity", []))
     if sens is not None:
         tables.append(sens)
     checks: list[ClaimCheck] = []
@@ -422,7 +425,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     hp_ = float(np.prod(hidden_powers)) if hidden_powers and all(p is not None for p in hidden_powers) else None
     stat = tasks.get("stationary")
     extra = ""
-    if stat:
+    if stat and "regret_no_hidden" in stat[0].metrics:
         d = compare(_log(_pooled(stat, "regret_negucb")), _log(_pooled(stat, "regret_no_hidden")), paired=True,
                     alternative="less")  # fmt: skip
         extra = f". For contrast, with a single opponent type (reported only): {d.describe()}"
@@ -456,9 +459,11 @@ REPRODUCTION = Reproduction(
         "kernel, the constants and the regret definition are ours.",
         "The paper's tasks (ANAC multi-issue domains, Deal-or-No-Deal allocation, its trading task) and opponent "
         "agents are replaced by domains and time-dependent opponents generated in code.",
-        "The kernel regression uses 128 random Fourier features of the product RBF kernel (primal ridge "
-        "regression, O(D^2) per proposal) instead of the exact dual kernel matrix; a test checks convergence to "
-        "the exact posterior.",
+        "The kernel is the sum of a product RBF kernel on (context, hidden state, bid encoding), approximated by "
+        "128 random Fourier features, and a linear kernel on the same inputs (primal ridge regression, O(D^2) "
+        "per proposal, instead of the exact dual kernel matrix; a test checks the features converge to the exact "
+        "posterior). The notes' default is the RBF kernel alone; in a pilot the sum had lower regret than "
+        "either part, and the full scale reports the RBF kernel alone in the sensitivity table.",
         "Regret is per proposal, against the myopic oracle argmax_S U(S) g_t(S) that knows the hidden type; "
         "the multi-step structure of a negotiation (a rejection leads to the next proposal) is not planned over.",
         "'Better deals' is measured as the own utility won in deals over the same number of proposals; the "
