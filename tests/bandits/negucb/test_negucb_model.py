@@ -301,3 +301,20 @@ def test_negucb_learns_a_stationary_opponent_with_sublinear_regret() -> None:
     q = run.regret.shape[1] // 4
     assert run.regret[:, -q:].mean() < 0.6 * run.regret[:, :q].mean()
     assert run.final.mean() < 0.6 * rand.final.mean()
+
+
+def test_sum_features_give_the_sum_of_the_two_kernels() -> None:
+    from icml24.bandits.negucb.model import LinearFeatures, SumFeatures
+
+    enc = np.eye(4)
+    rff = RandomFourierFeatures(16, np.ones(6), seed=0)
+    lin = LinearFeatures()
+    both = SumFeatures(rff, lin).bind(2, enc)
+    state = np.array([[0.1, 0.5], [0.7, 0.2]])
+    bids = np.array([[0, 3], [1, 2]])
+    phi = both(state, bids)
+    assert phi.shape == (2, 2, 16 + 2 + 5) and both.dim == 23
+    k_sum = np.einsum("nmd,nkd->nmk", phi, phi)
+    k_parts = sum(np.einsum("nmd,nkd->nmk", f, f) for f in (rff(state, bids), lin(state, bids)))
+    np.testing.assert_allclose(k_sum, k_parts)
+    assert NegUCB().features == "rff+linear"

@@ -175,7 +175,7 @@ class ScaleConfig:
     """Run the beta / lambda / lengthscale sensitivity of NegUCB (reported only)."""
     n_features: int = 128
     """Random Fourier features of the kernel models."""
-    large_horizon: int = 1500
+    large_horizon: int = 1000
     """Proposals per trial on the 15,625-bid task and in the sensitivity runs."""
 
 
