@@ -309,8 +309,13 @@ def _figure(tasks: dict[str, list[JobResult]]) -> Figure | None:
     shown = [t for t in ("varying_types", "stationary", *TASKS[1:]) if t in tasks]
     if not shown:
         return None
-    fig, axes = new_figure(1, len(shown), width=4.0 * len(shown), height=3.4)
+    ncols = min(len(shown), 3)
+    nrows = math.ceil(len(shown) / ncols)
+    fig, axes = new_figure(nrows, ncols, width=4.2 * ncols, height=3.4 * nrows)
     axes = np.atleast_1d(axes).ravel()
+    for ax in axes[len(shown):]:
+        ax.set_visible(False)
+    colours = {a: f"C{i}" for i, a in enumerate(ALL_AGENTS)}  # one colour per agent in every panel
     for ax, task in zip(axes, shown):
         res = tasks[task]
         for a in ALL_AGENTS:
@@ -322,15 +327,16 @@ def _figure(tasks: dict[str, list[JobResult]]) -> Figure | None:
             sq = np.mean([c["sq"] for c in curves], axis=0)
             n = sum(len(r.metrics[f"regret_{a}"]) for r in res)
             se = np.sqrt(np.maximum(sq - mean**2, 0) / max(n - 1, 1))
-            ax.plot(t, mean, label=LABELS[a], lw=2.2 if a == "negucb" else 1.2)
-            ax.fill_between(t, np.maximum(mean - se, 1e-3), mean + se, alpha=0.2)
+            ax.plot(t, mean, label=LABELS[a], lw=2.2 if a == "negucb" else 1.2, color=colours[a])
+            ax.fill_between(t, np.maximum(mean - se, 1e-3), mean + se, alpha=0.2, color=colours[a])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(TASK_NAMES.get(task, task), fontsize=9)
         ax.set_xlabel("proposals t (log)")
         ax.set_ylabel("cumulative regret R_t (log)")
-    if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=6)
+    for ax in axes[: len(shown)]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
     fig.tight_layout()
     return Figure("Cumulative regret", figure_png(fig),
                   "Mean cumulative regret over all trials, band ± 1 standard error over trials; both axes "
