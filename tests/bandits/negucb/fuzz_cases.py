@@ -53,4 +53,5 @@ EXEMPT = {
     "NegotiationRun": "a result record returned by simulate, not an entry point",
     "Observation": "a record the environment hands to the agents, not an entry point",
     "HiddenState": "takes no arguments; its update() gets observations from the environment",
+    "OracleBidder": "takes no arguments (it reads the environment it is reset with)",
 }
