@@ -54,30 +54,33 @@ MODEL = {
     "full": {"d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 1500, "batch_size": 96, "lr": 2e-3},
 }
 LSO = {
-    # arms: [task, format, splits, seeds (None: the scale's seeds; a number: the first that many)]
+    # arms: [task, format, splits, seeds (None: the scale's seeds; a number: the first that many),
+    #        optional overrides of the scale's MODEL settings]
     "smoke": {"half_width": 3, "arms": [["addition", "direct", ["hole", "random"], None]]},
     "quick": {"half_width": 8, "arms": [["addition", "direct", ["hole", "random"], None]]},
     "full": {
         "half_width": 8,
         "arms": [
-            # Full-scale cuts (the 15-minute budget): the random-split control (reported only; quick runs it
-            # at 3 seeds) and scratchpad and the other tasks train one seed, on the hole split only for the
-            # latter: their checks compare each model with its own training problems, which needs no control.
-            # Chicken-rabbit is left out: at this budget the model does not fit its training set (pilot: 0.13
-            # training accuracy, 74 s), so it would test nothing; base-9 addition too (the budget).
-            ["addition", "direct", ["hole"], None],
+            # Full-scale cuts (the 15-minute budget at --workers 1; a first full run measured 47-63 s per
+            # 1500-step direct-answer job at load ~6): 2 seeds for the direct-answer hole (quick runs 3 at
+            # 1200 steps; full's point is the longer training), and one seed for the random-split control
+            # (reported only), for scratchpad (1000 steps; a 1500-step pilot fit it perfectly, 300/300) and
+            # for modular addition, on the hole split only for the latter two: their checks compare each
+            # model with its own training problems, which needs no control. Chicken-rabbit is left out: at
+            # this budget the model does not fit its training set (pilot: 0.13 training accuracy, 74 s), so it
+            # would test nothing; base-9 addition and a + 2b + 3 too (the budget).
+            ["addition", "direct", ["hole"], 2],
             ["addition", "direct", ["random"], 1],
-            ["addition", "scratchpad", ["hole"], 1],
+            ["addition", "scratchpad", ["hole"], 1, {"steps": 1000}],
             ["mod_addition", "direct", ["hole"], 1],
-            ["linear_regression", "direct", ["hole"], 1],
         ],
     },
 }
 RFFT = {
     "smoke": {"train_digits": 2, "test_digits": 3, "n_train": 200, "n_test": 8, "steps": 20, "seeds": 1},
-    # Full: one seed and 500 steps of 48 (pilot at 1500 x 96: 757 s for the RFFT format alone, which then
+    # Full: one seed and 400 steps of 48 (pilot at 1500 x 96: 757 s for the RFFT format alone, which then
     # scored 1.00 on 1-3 digits and 0.00 on 4-5 digits, as did direct answers and scratchpad).
-    "full": {"train_digits": 3, "test_digits": 5, "n_train": 20000, "n_test": 100, "steps": 500, "batch_size": 48,
+    "full": {"train_digits": 3, "test_digits": 5, "n_train": 20000, "n_test": 100, "steps": 400, "batch_size": 48,
              "seeds": 1},
 }  # fmt: skip
 LORA_RFFT = {
@@ -193,10 +196,11 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
     jobs: list[Job] = []
     seed_list = seeds_for(scale, seeds, DEFAULT_SEEDS)
     lso = LSO[scale]
-    for task, fmt, splits, n_seeds in lso["arms"]:
+    for task, fmt, splits, n_seeds, *override in lso["arms"]:
         arm_seeds = seed_list if n_seeds is None or seeds is not None else seed_list[:n_seeds]
+        model = {**MODEL[scale], **(override[0] if override else {})}
         for split in splits:
-            cfg = {"task": task, "fmt": fmt, "split": split, "half_width": lso["half_width"], "model": MODEL[scale]}
+            cfg = {"task": task, "fmt": fmt, "split": split, "half_width": lso["half_width"], "model": model}
             jobs += [Job(SLUG, "lso", f"{__name__}:run_lso", cfg, s) for s in arm_seeds]
     if scale in RFFT:
         r = RFFT[scale]
@@ -447,8 +451,7 @@ REPRODUCTION = Reproduction(
         "answer_only_loss=False restores it; the official LoRA runs mask the user turn, as here); no model "
         "selection on the test set: the last step is evaluated.",
         "Chicken-rabbit questions are shortened to 'L legs,H heads=' and answered 'rabbits,chickens'; the grid is "
-        "(rabbits, chickens) in [0, 100)^2; left out of the full run (the model does not fit it at this budget), "
-        "as is base-9 addition (the 15-minute budget).",
+        "(rabbits, chickens) in [0, 100)^2; left out of the full run (the model does not fit it at this budget).",
         "Scratchpad and rule-following traces exist for addition only (the official repository also has scratchpads "
         "for modular and base-9 addition).",
         "The rule-following trace is shortened to a line reciting the operands as digit lists and one line of "
@@ -456,8 +459,10 @@ REPRODUCTION = Reproduction(
         "the from-scratch arm gets no rule text in its input (a constant prefix tells a model trained from "
         "scratch nothing), the LoRA arm does.",
         "LSO holes: one square of half-width 8 around (50, 50) (the official one-hole split); no multi-hole splits.",
-        "Full scale is cut to fit 15 minutes on one core: one seed for the scratchpad hole, the other tasks (hole "
-        "split only), the random-split control, the from-scratch RFFT arm (500 steps of 48) and the LoRA arm.",
+        "Full scale is cut to fit 15 minutes on one core: 2 seeds for the direct-answer hole; one seed for the "
+        "random-split control, the scratchpad hole (1000 steps), modular addition (hole split only), the "
+        "from-scratch RFFT arm (400 steps of 48) and the LoRA arm; base-9 addition, a + 2b + 3 and chicken-rabbit "
+        "are not run at full.",
         "Test items are the unit of the rate comparisons (pooled over seeds); seeds are shown as spread.",
     ),
     scales=("smoke", "quick", "full"),
