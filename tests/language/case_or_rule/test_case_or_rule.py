@@ -162,6 +162,7 @@ def test_power_of_the_hole_rule():
     # detects even a much smaller effect (0.95 vs 0.80) essentially always.
     p = decide.power_of_rates(0.95, 0.80, 3 * 289, n_sims=300)
     assert p.supported > 0.99
+    assert decide.power_of_rates(0.95, 0.80, 2 * 289, n_sims=300).supported > 0.99  # full: 2 seeds
 
 
 def test_smoke_scale_jobs_build():
