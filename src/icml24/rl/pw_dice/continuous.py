@@ -172,14 +172,14 @@ def train_discriminator(
 # ------------------------------------------------------------------------------------------------ duals
 
 
-def _tensors(data: TransitionDataset) -> tuple[torch.Tensor, ...]:
+def _tensors(data: TransitionDataset, need_initial: bool = True) -> tuple[torch.Tensor, ...]:
     if not isinstance(data, TransitionDataset):
         raise TypeError(f"data must be a TransitionDataset, got {type(data).__name__}")
     if data.states.ndim != 2 or data.actions.ndim != 2:
         raise ValueError("data must hold continuous (N, d) states and (N, k) actions")
     t = lambda x: torch.as_tensor(np.asarray(x, dtype=np.float64))  # noqa: E731
     init = data.initial_states
-    if len(init) == 0:
+    if need_initial and len(init) == 0:
         raise ValueError("data must contain initial states (steps == 0)")
     return t(data.states), t(data.actions), t(data.next_states), t(data.dones.astype(np.float64)), t(init)
 
@@ -219,14 +219,14 @@ class DualConfig:
 
 def pw_dice_weights(
     data: TransitionDataset, expert: StateDataset, *, cost: Any, reward: Any = None, config: DualConfig | None = None,
-    seed: int = 0,
+    seed: int = 0, initial_states: Any = None,
 ) -> np.ndarray:  # fmt: skip
     """Train the PW-DICE dual networks (module docstring) and return the weighted-BC weights of ``data``'s
     transitions, ``exp(flow / eps2)`` normalised to a maximum of 1.
 
     ``cost(x, y) -> (len(x), len(y))`` is the ground cost (a :class:`ContrastiveMetric`'s ``pairwise``, or a
     Euclidean distance); ``reward(x) -> (len(x),)`` is the discriminator's ``R`` (used when
-    ``config.occupancy_cost > 0``).
+    ``config.occupancy_cost > 0``); ``initial_states`` are samples of ``p0`` (default: ``data``'s step-0 states).
     """
     from icml24.rl.pw_dice.tabular import pw_dice_dual_loss
 
@@ -238,7 +238,9 @@ def pw_dice_weights(
     if cfg.occupancy_cost > 0 and not callable(reward):
         raise TypeError("reward must be a callable x -> R(x) when config.occupancy_cost > 0")
     seed = _checks.integer("seed", seed, low=0)
-    s, _, s2, done, init = _tensors(data)
+    s, _, s2, done, init = _tensors(data, need_initial=initial_states is None)
+    if initial_states is not None:
+        init = _as_states("initial_states", initial_states)
     xe, we = _expert_sampler(expert, cfg.gamma)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
