@@ -465,17 +465,19 @@ class ImitationConfig:
     """Uniform-random-policy trajectories in TA."""
     expert_noise: float = 0.3
     """Std of the Gaussian action noise of the expert in TA (TS uses a third of it)."""
-    metric_steps: int = 1500
+    metric_steps: int = 500
     """InfoNCE steps of the contrastive metric."""
     metric_scale: float = 5.0
     """``k`` in ``c = k ||g(x) - g(y)||^2`` (``dist_scale``); also multiplies the Euclidean cost."""
-    disc_steps: int = 1000
+    disc_steps: int = 300
     """Discriminator steps."""
-    dual_steps: int = 3000
+    dual_steps: int = 1000
     """Dual network steps (PW-DICE and SMODICE)."""
-    bc_steps: int = 3000
+    bc_steps: int = 1000
     """(Weighted) BC steps."""
-    hidden: int = 128
+    batch_size: int = 256
+    """Batch size of every sampler of the duals (the coupling term sees batch_size^2 pairs)."""
+    hidden: int = 64
     """Width of the two hidden layers of every network."""
     eval_episodes: int = 100
     """Evaluation episodes of the final deterministic policy."""
@@ -487,7 +489,8 @@ class ImitationConfig:
     def __post_init__(self) -> None:
         if self.variant not in ("normal", "distorted"):
             raise ValueError(f"variant must be 'normal' or 'distorted', got {self.variant!r}")
-        for name in ("expert_episodes", "data_expert_episodes", "data_random_episodes", "eval_episodes", "hidden"):
+        for name in ("expert_episodes", "data_expert_episodes", "data_random_episodes", "eval_episodes", "hidden",
+                     "batch_size"):  # fmt: skip
             _checks.integer(name, getattr(self, name), low=1)
         for name in ("metric_steps", "disc_steps", "dual_steps", "bc_steps"):
             _checks.integer(name, getattr(self, name), low=0)
@@ -502,10 +505,11 @@ METHODS = ("pw_dice_learned", "pw_dice_euclid", "smodice_kl", "bc")
 POINT_MASS_PLANS: dict[str, dict[str, Any]] = {
     "smoke": {"variants": ("normal",), "methods": METHODS, "seeds": 1,
               "config": {"expert_episodes": 2, "data_expert_episodes": 2, "data_random_episodes": 10,
-                         "metric_steps": 20, "disc_steps": 20, "dual_steps": 20, "bc_steps": 20, "hidden": 32,
+                         "metric_steps": 20, "disc_steps": 20, "dual_steps": 20, "bc_steps": 20, "hidden": 16,
                          "eval_episodes": 10}},
-    "full": {"variants": ("normal", "distorted"), "methods": METHODS, "seeds": 3, "config": {}},
+    "full": {"variants": ("normal", "distorted"), "methods": METHODS, "seeds": 5, "config": {}},
 }  # fmt: skip
+"""Point-mass runs per scale (the quick scale runs the tabular experiment only)."""
 
 
 def _normaliser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -534,7 +538,7 @@ def run_imitation(config: ImitationConfig, *, method: str, seed: int) -> dict[st
     data = TransitionDataset(states=view(cat("states")), actions=cat("actions"), next_states=view(cat("next_states")),
                              dones=cat("dones"), steps=cat("steps"))  # fmt: skip
     expert = StateDataset(states=view(ts.states), next_states=view(ts.next_states), steps=ts.steps)
-    dcfg = DualConfig(eps1=c.eps1, eps2=c.eps2, steps=c.dual_steps, hidden=hid)
+    dcfg = DualConfig(eps1=c.eps1, eps2=c.eps2, steps=c.dual_steps, hidden=hid, batch_size=c.batch_size)
     weights = None
     extra: dict[str, Any] = {}
     if method != "bc":
@@ -570,60 +574,3 @@ def run_imitation(config: ImitationConfig, *, method: str, seed: int) -> dict[st
         "config": asdict(c),
         **extra,
     }
-
-
-def analyze_point_mass(results: Sequence[Any], checks: list, tables: list, figures: list) -> None:
-    """Tables and checks of the continuous experiment (called by the reproduction's ``analyze``)."""
-    from icml24.common import decide
-    from icml24.common.experiment import Table, group_results, numeric_cell
-
-    groups = group_results(results, "point_mass", by=("variant", "method"))
-    if not groups:
-        return
-    labels = {"pw_dice_learned": "PW-DICE (learned metric)", "pw_dice_euclid": "PW-DICE (Euclidean)",
-              "smodice_kl": "SMODICE-KL", "bc": "BC (task-agnostic data)"}  # fmt: skip
-    rows = []
-    by: dict[tuple[str, str], list[float]] = {}
-    for (variant, method), rs in groups.items():
-        rs = sorted(rs, key=lambda r: r.job.seed)
-        v = [float(r.metrics["success_rate"]) for r in rs]
-        by[(variant, method)] = v
-        share = [float(r.metrics.get("expert_weight_share", float("nan"))) for r in rs]
-        rows.append([variant, labels.get(method, method), numeric_cell(v, 3),
-                     numeric_cell([float(r.metrics["mean_return"]) for r in rs], 3),
-                     numeric_cell(share, 3) if method != "bc" else "n/a"])  # fmt: skip
-    tables.append(Table("Point-mass imitation from expert states (success = reaches the goal within 100 steps)",
-                        ["state representation", "method", "success rate", "return", "weight share on expert "
-                         "transitions in TA"], rows,
-                        "mean ± std over seeds; each seed draws its own datasets; 100 evaluation episodes of the "
-                        "deterministic policy per seed"))  # fmt: skip
-    n_eval = 100
-    for variant in ("normal", "distorted"):
-        pw = by.get((variant, "pw_dice_learned"))
-        if not pw:
-            continue
-        for base in ("smodice_kl", "bc"):
-            b = by.get((variant, base))
-            if not b:
-                continue
-            # pooled episodes across seeds: a two-proportion test on success counts
-            k1, n1 = round(sum(pw) * n_eval), n_eval * len(pw)
-            k2, n2 = round(sum(b) * n_eval), n_eval * len(b)
-            d = decide.compare_rates(k1, n1, k2, n2, alternative="greater",
-                                     effect_name=f"success-rate difference (PW-DICE learned - {labels[base]})")  # fmt: skip
-            pwr = decide.power_of_rates(0.8, 0.5, n1, n_sims=300).supported
-            checks.append(d.to_check(
-                id=f"point-mass-{variant}-vs-{base.replace('_', '-')}", power=pwr,
-                claim=f"Point mass ({variant} states): PW-DICE with the learned metric reaches the goal more often "
-                f"than {labels[base]}",
-                evidence=f"{len(pw)} seeds x {n_eval} episodes pooled"))  # fmt: skip
-        e = by.get((variant, "pw_dice_euclid"))
-        if e:
-            k1, n1 = round(sum(pw) * n_eval), n_eval * len(pw)
-            k2, n2 = round(sum(e) * n_eval), n_eval * len(e)
-            d = decide.compare_rates(k1, n1, k2, n2, alternative="greater",
-                                     effect_name="success-rate difference (learned - Euclidean metric)")  # fmt: skip
-            checks.append(d.to_check(
-                id=f"point-mass-{variant}-learned-vs-euclidean", decisive=False,
-                claim=f"Point mass ({variant} states): the learned metric beats the Euclidean one",
-                evidence=f"{len(pw)} seeds x {n_eval} episodes pooled (ablation, not decisive)"))  # fmt: skip
