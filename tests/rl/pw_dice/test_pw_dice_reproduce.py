@@ -14,6 +14,7 @@ from icml24.rl.pw_dice.reproduce import (
     REPRODUCTION,
     TABULAR_METHODS,
     regret_power,
+    success_power,
 )
 
 
@@ -23,7 +24,11 @@ def test_smoke_reproduction_runs_and_analyzes() -> None:
     a = REPRODUCTION.analyze(results, "smoke")
     assert a.verdict in ("supported", "not_supported", "inconclusive")
     assert a.tables and a.checks and a.rule and a.figures
+    assert {r.job.experiment for r in results} == {"tabular", "point_mass"}
     for r in results:
+        if r.job.experiment == "point_mass":
+            assert 0.0 <= r.metrics["success_rate"] <= 1.0 and r.metrics["expert_success_rate"] == 1.0
+            continue
         for m in TABULAR_METHODS:
             assert 0.0 <= r.metrics[f"{m}_state_l1"] <= 2.0 + 1e-9
             assert -1.0 <= r.metrics[f"{m}_regret"] <= 1.0
@@ -71,6 +76,35 @@ def test_rule_inconclusive_without_an_effect() -> None:
     assert a.verdict == "inconclusive"
 
 
+def _pm_results(success: dict[tuple[str, str], list[float]]) -> list[JobResult]:
+    out = []
+    for (variant, method), values in success.items():
+        for s, v in enumerate(values):
+            job = Job("pw-dice", "point_mass", "x:y", {"variant": variant, "method": method}, s)
+            out.append(JobResult(job, "ok", {"success_rate": v, "mean_return": 20 * v, "expert_weight_share": 0.5,
+                                             "config": {}}))
+    return out
+
+
+def test_point_mass_rule_supported_refuted_and_power() -> None:
+    rng = np.random.default_rng(3)
+    tab = _results(_regrets(rng, 40, {"smodice_kl": 0.01, "smodice_chi": 0.01, "lobsdice": 0.01, "bc": 0.02}))
+    good = {}
+    for variant in ("normal", "distorted"):
+        base = rng.uniform(0.3, 0.6, 5)
+        good[(variant, "pw_dice_learned")] = list(base + 0.4 + 0.02 * rng.standard_normal(5))
+        good[(variant, "pw_dice_euclid")] = list(base + 0.2)
+        good[(variant, "smodice_kl")] = list(base)
+        good[(variant, "bc")] = list(base - 0.2)
+    a = REPRODUCTION.analyze(tab + _pm_results(good), "full")
+    assert a.verdict == "supported" and "point-mass-distorted-vs-smodice-kl" in a.decided_by
+    bad = dict(good)
+    bad[("distorted", "smodice_kl")] = [v + 0.6 for v in good[("distorted", "pw_dice_learned")]]
+    a = REPRODUCTION.analyze(tab + _pm_results(bad), "full")
+    assert a.verdict == "not_supported" and a.decided_by == ["point-mass-distorted-vs-smodice-kl"]
+    assert success_power(5) >= 0.8 and success_power(5, gain=0.0) < 0.02
+
+
 def test_power_at_the_paper_effect_and_false_support() -> None:
     n = DEFAULT_SEEDS["quick"]
     assert regret_power(n, n_sims=300) >= 0.7  # the paper's paired effect -0.0046 (sd 0.0088) at 40 MDPs
@@ -83,3 +117,5 @@ def test_power_at_the_paper_effect_and_false_support() -> None:
 def test_scales_build_one_tabular_job_per_seed(scale: str) -> None:
     jobs = [j for j in REPRODUCTION.jobs(scale) if j.experiment == "tabular"]
     assert len(jobs) == DEFAULT_SEEDS[scale] and len({j.seed for j in jobs}) == len(jobs)
+    pm = [j for j in REPRODUCTION.jobs(scale) if j.experiment == "point_mass"]
+    assert len(pm) == (40 if scale == "full" else 0)  # 2 variants x 4 methods x 5 seeds
