@@ -199,3 +199,14 @@ def test_rejects_bad_input():
     with pytest.raises(ValueError, match="alpha"):
         ollivier_ricci(nx.path_graph(3), alpha=1.0)
     assert list(itertools.islice(ollivier_ricci(nx.empty_graph(3)), 1)) == []
+
+
+@pytest.mark.parametrize("name", ["karate", "ba"])
+def test_forman_agrees_with_graphriccicurvature_1d_and_augmented(name):
+    mod = pytest.importorskip("GraphRicciCurvature.FormanRicci")
+    g = _unweighted(GRAPHS[name]())
+    for method, augmented in (("1d", False), ("augmented", True)):
+        ref = mod.FormanRicci(g.copy(), method=method)
+        ref.compute_ricci_curvature()
+        want = np.array([ref.G[u][v]["formanCurvature"] for u, v in g.edges()])
+        np.testing.assert_allclose(forman_curvature(g, augmented=augmented), want, atol=1e-12)
