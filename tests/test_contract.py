@@ -175,6 +175,9 @@ def test_every_exported_fit_predict_class_is_a_sklearn_estimator():
 NOT_SKLEARN_ESTIMATORS = {
     "ArithmeticLM": "a small transformer language model trained on (a, b) operand pairs whose predict returns "
     "generated answer strings: fit/predict name its training and decoding, not scikit-learn's X, y contract",
+    "LoRAArithmetic": "LoRA fine-tuning of a pretrained causal LM (SmolLM2) on (a, b) operand pairs; predict "
+    "decodes answer strings with the frozen model's rule prefix cached: the same training/decoding contract as "
+    "ArithmeticLM, not scikit-learn's X, y one (cloning would copy a 135M-parameter model)",
 }
 """Exported classes with ``fit`` and ``predict``/``transform`` that are not scikit-learn estimators, with why."""
 
