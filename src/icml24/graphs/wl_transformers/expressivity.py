@@ -1,4 +1,5 @@
-"""Does a model tell two graphs apart? BREC's reliable paired comparison (Wang & Zhang, 2023, Section 4).
+"""Does a model tell two graphs apart? BREC's reliable paired comparison (Wang & Zhang, 2023,
+https://arxiv.org/abs/2304.07702).
 
 A model with a non-canonical input (LPE depends on the eigenvector basis) gives different outputs for
 relabellings of one graph, so "different outputs" is not enough. BREC compares the outputs of ``R``

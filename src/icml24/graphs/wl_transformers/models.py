@@ -1,7 +1,7 @@
 """The models: (k,1)-GT with LPE / SPE, the Edge Transformer, and GIN (the 1-WL baseline).
 
 * :class:`TupleGT` is the (2,1)-GT / (3,1)-GT of Müller & Morris, *Aligning Transformers with
-  Weisfeiler-Leman* (ICML 2024, https://arxiv.org/abs/2406.03148, Sections 4-5): a standard pre-LN
+  Weisfeiler-Leman* (ICML 2024, https://arxiv.org/abs/2406.03148; the (k,s)-GT): a standard pre-LN
   transformer over node-pair (or connected-triple) tokens. A token ``(v_1, ..., v_k)`` is embedded as
 
       sum_{i<j} [v_i v_j in E] e  +  Lin([PE_v1 || ... || PE_vk])  +  Lin([x_v1 || ...])  +  Lin([deg_v1 || ...])
@@ -56,7 +56,7 @@ def _num_graphs(data) -> int:
 
 
 class LaplacianPE(nn.Module):
-    """LPE: ``rho(sum_j phi(v_ij, lambda_j))`` over the node's eigenvector entries (Section 5).
+    """LPE: ``rho(sum_j phi(v_ij, lambda_j))`` over the node's eigenvector entries (official ``EigenEmbedding``).
 
     ``phi: R^2 -> R^2e -> R^e`` and ``rho: R^e -> R^2e -> R^e`` with ReLU; padded eigenpairs (NaN,
     graphs with fewer nodes than eigenpairs) are left out of the sum. In training each eigenvector's

@@ -1,4 +1,6 @@
-"""Tokens of the (k,1)-GT and the per-graph preprocessing (Müller & Morris, ICML 2024, Section 4).
+"""Tokens of the (k,1)-GT and the per-graph preprocessing (Müller & Morris, ICML 2024).
+
+https://arxiv.org/abs/2406.03148; section numbers of the paper are not cited here (not checked against the PDF).
 
 The (2,1)-GT sees a graph as the set of node pairs ``(v, v)`` and ``(u, v)`` for every node and every
 directed edge: ``n + 2|E|`` tokens instead of the ``n^2`` of a full 2-tuple transformer. The (3,1)-GT sees
@@ -49,7 +51,7 @@ def _check_int(name: str, value: int, low: int) -> int:
 
 
 def laplacian_eigenpairs(graph: nx.Graph, num_eigs: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``num_eigs`` smallest eigenpairs of the normalised Laplacian (Section 5, LPE / SPE input).
+    """The ``num_eigs`` smallest eigenpairs of the normalised Laplacian (the input of LPE and SPE).
 
     Returns ``(eigenvalues, eigenvectors)`` of shapes ``(num_eigs,)`` and ``(n, num_eigs)``; columns past
     ``n`` are NaN (padding the encoders ignore). Isolated nodes get degree 1 in ``D^{-1/2}`` so that the
@@ -88,7 +90,7 @@ def pair_tokens(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
 
 def connected_triples(graph: nx.Graph) -> np.ndarray:
     """The (3,1) tokens: ordered triples ``(a, b, c)`` whose node set ``{a, b, c}`` induces a connected
-    subgraph (repeated nodes allowed), i.e. the 3-tuples with at most one component (Section 4).
+    subgraph (repeated nodes allowed), i.e. the 3-tuples with at most one component (the (3,1) tuples).
 
     Built from stars: a single node, an edge, or a path ``a - b - c`` through a centre ``b`` (a triangle
     is found three times and counted once). Returns an int array ``(3, T)`` sorted lexicographically.
