@@ -217,3 +217,30 @@ def test_random_macros_lengths_and_distinct():
     assert len(set(ms)) == 200 and min(map(len, ms)) >= 2
     one_each = [len(random_macros(rng, 1, action_weights=weights, mean_length=4.0)[0]) for _ in range(4000)]
     assert abs(np.mean(one_each) - 4.0) < 0.15  # 1 + Geometric(1/3): mean 4
+
+
+@pytest.mark.slow
+def test_cube_pinned():
+    from icml24.rl.skills_theory.envs import rubiks_cube_222
+
+    cube = rubiks_cube_222()
+    assert cube.n_states == 3_674_160 == 5040 * 729
+    d = goal_distances(cube.next_state, cube.goal)
+    assert np.all(np.isfinite(d))  # F, R, U generate the whole group with DBL fixed
+    # 11 in the half-turn metric; with clockwise quarter turns only (the official action space) it is 19
+    assert d.max() == 19
+    T = cube.next_state.astype(np.int64)
+    s = np.arange(cube.n_states)
+    for a in range(3):
+        np.testing.assert_array_equal(T[T[T[T[s, a], a], a], a], s)  # a quarter turn has order 4
+    assert np.isclose(cube.start.sum(), 1) and cube.start[cube.goal] == 0
+
+
+def test_deterministic_reset_samples_the_start_distribution():
+    task = compile_grid(seed=1)
+    mdp = task.mdp()
+    draws = mdp.reset(200_000, np.random.default_rng(0))
+    assert set(np.unique(draws)) <= set(np.flatnonzero(task.start))
+    freq = np.bincount(draws, minlength=task.n_states)[task.start > 0] / draws.size
+    p = task.start[task.start > 0]
+    assert np.max(np.abs(freq - p) / np.sqrt(p * (1 - p) / draws.size)) < 5  # within 5 standard errors

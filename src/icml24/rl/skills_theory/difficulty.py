@@ -98,6 +98,15 @@ def goal_distances(next_state: np.ndarray, goal: int) -> np.ndarray:
         frontier = hit
 
 
+def _check_distances(distances: Any) -> np.ndarray:
+    if not isinstance(distances, np.ndarray) or distances.ndim != 1:
+        raise TypeError(f"distances must be a 1-d numpy array, got {type(distances).__name__}")
+    d = distances.astype(np.float64, copy=False)
+    if np.any(np.isnan(d)) or np.any(d < 0):
+        raise ValueError("distances must be >= 0 (inf where the goal is unreachable), without NaN")
+    return d
+
+
 def _solvable_start(distances: np.ndarray, start: np.ndarray) -> None:
     if np.any(start[~np.isfinite(distances)] > 0):
         raise ValueError("start puts mass on states from which the goal is unreachable (d_A = inf)")
@@ -105,6 +114,9 @@ def _solvable_start(distances: np.ndarray, start: np.ndarray) -> None:
 
 def mean_solution_length(distances: np.ndarray, start: np.ndarray) -> float:
     """``E_{s~p}[d_A(s)]`` (the official code's ``avg_sol_len``)."""
+    distances = _check_distances(distances)
+    if isinstance(start, np.ndarray) and start.shape != distances.shape:
+        raise ValueError(f"start and distances must have one entry per state, got {start.shape} and {distances.shape}")
     p = check_distribution(start, distances.shape[0])
     _solvable_start(distances, p)
     support = p > 0
@@ -149,6 +161,10 @@ def exploration_difficulty(q: np.ndarray, start: np.ndarray) -> float:
     """p-exploration difficulty ``J_explore = E_{s~p}[-log q_eps(s)]`` (Section 3)."""
     if not isinstance(q, np.ndarray) or q.ndim != 1:
         raise TypeError("q must be a 1-d numpy array of reach probabilities")
+    if not np.all(np.isfinite(q)) or np.any(q < 0) or np.any(q > 1):
+        raise ValueError("q must hold probabilities in [0, 1]")
+    if isinstance(start, np.ndarray) and start.shape != q.shape:
+        raise ValueError(f"start and q must have one entry per state, got {start.shape} and {q.shape}")
     p = check_distribution(start, q.shape[0])
     support = p > 0
     if np.any(q[support] <= 0):
@@ -203,6 +219,8 @@ def combined_difficulty(j_learn: Any, j_explore: Any, weight: float) -> np.ndarr
         raise ValueError(f"j_learn and j_explore must have equal shapes, got {jl.shape} and {je.shape}")
     if np.any(jl <= 0) or not np.all(np.isfinite(jl)):
         raise ValueError("j_learn must be positive and finite")
+    if not np.all(np.isfinite(je)) or np.any(je < 0):
+        raise ValueError("j_explore must be finite and >= 0")
     with np.errstate(divide="ignore"):
         a = math.log(lam) + np.log(jl) if lam > 0 else np.full(jl.shape, -np.inf)
         b = math.log1p(-lam) + je if lam < 1 else np.full(je.shape, -np.inf)
@@ -223,6 +241,10 @@ def fit_combination_weight(j_learn: Any, j_explore: Any, log_steps: Any) -> tupl
         raise ValueError(f"need at least 3 points to fit the weight, got {jl.size}")
     if not np.all(np.isfinite(y)):
         raise ValueError("log_steps must be finite")
+    if not (np.all(np.isfinite(jl)) and np.all(jl > 0)):
+        raise ValueError("j_learn must be positive and finite")
+    if not (np.all(np.isfinite(je)) and np.all(je >= 0)):
+        raise ValueError("j_explore must be finite and >= 0")
 
     def corr(lam: float) -> float:
         x = combined_difficulty(jl, je, lam)

@@ -22,7 +22,11 @@ def greedy_success_rate(mdp: DeterministicMDP, Q: np.ndarray, horizon: int) -> n
     """
     if not isinstance(mdp, DeterministicMDP):
         raise TypeError(f"mdp must be a DeterministicMDP, got {type(mdp).__name__}")
-    Q = np.asarray(Q, dtype=np.float64)
+    if not isinstance(Q, np.ndarray):
+        raise TypeError(f"Q must be a numpy array, got {type(Q).__name__}")
+    Q = Q.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(Q)):
+        raise ValueError("Q must be finite")
     single = Q.ndim == 2
     Qb = Q[None] if single else Q
     if Qb.ndim != 3 or Qb.shape[1:] != (mdp.n_states, mdp.n_actions):

@@ -9,6 +9,7 @@ execution passes through the goal stops there (the episode ends when the goal is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,3 +76,23 @@ def random_macros(
         if seq not in out:
             out.append(seq)
     return tuple(out)
+
+
+def macroaction_variants(
+    task: Any, seed: int, *, sets_per_size: int = 5, max_size: int = 5
+) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
+    """The paper's 32 action spaces of one base environment (Section 5; the official ``compute_envinfo`` with
+    ``--n_abs_spaces_per_size 1 5 5 5 5 5`` plus 6 extra sets): the base action space, the task's 6
+    hand-picked macroaction sets, and ``sets_per_size`` random sets of each size ``1..max_size`` drawn by
+    :func:`random_macros` from ``seed``. Returns ``(label, macros)`` pairs, the base first."""
+    seed = check_int("seed", seed, 0)
+    sets_per_size = check_int("sets_per_size", sets_per_size, 0)
+    max_size = check_int("max_size", max_size, 0)
+    rng = np.random.default_rng([seed, sum(map(ord, task.name))])
+    out: list[tuple[str, tuple[tuple[int, ...], ...]]] = [("base", ())]
+    out += [(f"hand-picked {i + 1}", check_macros(ms, task.n_actions)) for i, ms in enumerate(task.hand_picked)]
+    for size in range(1, max_size + 1):
+        for j in range(sets_per_size):
+            ms = random_macros(rng, size, action_weights=task.macro_action_weights, mean_length=task.mean_macro_length)
+            out.append((f"random {size}x{j + 1}", ms))
+    return out

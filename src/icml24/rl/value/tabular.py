@@ -125,6 +125,9 @@ class DeterministicMDP:
         object.__setattr__(self, "reward", np.asarray(self.reward, dtype=np.float64))
         object.__setattr__(self, "terminal", np.asarray(self.terminal, dtype=bool))
         object.__setattr__(self, "start", start)
+        support = np.flatnonzero(start)
+        object.__setattr__(self, "_start_support", support)
+        object.__setattr__(self, "_start_cdf", np.cumsum(start[support]))
 
     @classmethod
     def goal_reaching(
@@ -163,7 +166,11 @@ class DeterministicMDP:
         return self.next_state[s, a], self.reward[s, a], self.terminal[s, a]
 
     def reset(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        return rng.choice(self.n_states, size=size, p=self.start)
+        """``size`` start states ``~ p``, by inverse-CDF sampling over the support (precomputed: Q-learning
+        calls this every step, and ``rng.choice(S, p=...)`` re-scans all ``S`` states each call)."""
+        cdf = self._start_cdf
+        i = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
+        return self._start_support[np.minimum(i, cdf.size - 1)]
 
     def to_tabular(self) -> TabularMDP:
         """The dense :class:`TabularMDP` (``(S, A, S)`` arrays: small state spaces only)."""
