@@ -147,8 +147,15 @@ def exploration_probabilities(
     q = np.zeros(T.shape[0])
     q[g] = 1.0
     scale = (1.0 - eps) / T.shape[1]
+    # one contiguous index array per action: A gathers of S entries are ~3x faster than one (S, A) gather
+    columns = [np.ascontiguousarray(T[:, a], dtype=np.intp) for a in range(T.shape[1])]
+    buffer = np.empty(T.shape[0])
     for _ in range(max_iter):
-        new = scale * q[T].sum(1)
+        new = np.take(q, columns[0])
+        for col in columns[1:]:
+            np.take(q, col, out=buffer)
+            new += buffer
+        new *= scale
         new[g] = 1.0
         grown = new > q * (1.0 + rtol)
         q = new
