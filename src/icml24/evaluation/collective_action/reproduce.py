@@ -77,10 +77,11 @@ SCALES: dict[str, dict[str, Any]] = {
               "validation": {"alphas": [0.008, 0.015, 0.03], "cvar": False}},
     "full": {"crossover": {"alphas": list(ALPHAS), "overlaps": [0.0, 0.05], "learners": ["erm", "jtt", "cvar", "lff"]},
              "validation": {"alphas": [0.008, 0.015, 0.03], "cvar": True},
-             "mlp": {"alphas": [0.004, 0.015, 0.06, 0.2], "methods": ["erm", "jtt", "cvar", "lff"], "epochs": 30},
-             "dominoes": {"alphas": [0.002, 0.004, 0.008, 0.015], "epochs": 30}},
+             "mlp": {"alphas": [0.004, 0.008, 0.015, 0.06, 0.1, 0.2], "methods": ["erm", "jtt", "cvar", "lff"],
+                     "epochs": 30},
+             "dominoes": {"alphas": [0.002, 0.004, 0.008, 0.015, 0.03, 0.06], "epochs": 30}},
 }  # fmt: skip
-DEFAULT_SEEDS = {"smoke": 1, "quick": 5, "full": 5}
+DEFAULT_SEEDS = {"smoke": 1, "quick": 5, "full": 10}
 
 
 def _akey(a: float) -> str:
@@ -163,6 +164,9 @@ def run_crossover(config: dict, seed: int) -> dict:
                 out[f"{key}:accuracy"] = float(np.mean(model.predict(X[te]) == y[te]))
                 w = getattr(model, "weights_", np.ones(len(data.y)))
                 out[f"{key}:alpha_eff"] = effective_collective_size(w, data.collective)
+                if data.overlap.any():  # the weight share of the clean points that carry the signal
+                    out[f"{key}:overlap_weight_ratio"] = (effective_collective_size(w, data.overlap)
+                                                          / float(data.overlap.mean()))  # fmt: skip
                 if name == "jtt":
                     e = model.error_set_
                     out[f"{key}:e_collective"] = float(e[data.collective].mean()) if data.collective.any() else math.nan
@@ -278,7 +282,8 @@ def run_dominoes(config: dict, seed: int) -> dict:
     torch.set_num_threads(1)
     with _single_thread():
         X, y = _digits()
-        dom = make_dominoes(X, y, image_shape=(8, 8), random_state=np.random.default_rng([seed, 31]))
+        dom = make_dominoes(X, y, image_shape=(8, 8), margin=config["margin"], noise=config["noise"],
+                            random_state=np.random.default_rng([seed, 31]))  # fmt: skip
         tr, te = _split(y, seed, (0.8, 0.2))
         shuffled = dom.without_easy_code(np.random.default_rng([seed, 37]))
         out: dict = {}
@@ -317,7 +322,7 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
         jobs += [Job(SLUG, "mlp", f"{__name__}:run_mlp", cfg, sd) for sd in seed_list]
     if "dominoes" in s:
         d = s["dominoes"]
-        cfg = {**MLP, "alphas": d["alphas"], "epochs": d["epochs"]}
+        cfg = {**MLP, "alphas": d["alphas"], "epochs": d["epochs"], "margin": 3.0, "noise": 0.1}
         jobs += [Job(SLUG, "dominoes", f"{__name__}:run_dominoes", cfg, sd) for sd in seed_list]
     return jobs
 
@@ -387,20 +392,26 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
             row += [numeric_cell(_per_seed(rs, f"{m}@{_akey(a)}:success")) for m in learners]
             row += [numeric_cell([v / a for v in _per_seed(rs, f"{m}@{_akey(a)}:alpha_eff")], 2)
                     for m in learners if m != "erm"]  # fmt: skip
+            if xi > 0:
+                row += [numeric_cell(_per_seed(rs, f"{m}@{_akey(a)}:overlap_weight_ratio"), 2)
+                        for m in learners if m != "erm"]  # fmt: skip
             if "jtt" in learners:
                 row += [numeric_cell(_per_seed(rs, f"jtt@{_akey(a)}:e_collective"), 2),
                         numeric_cell(_per_seed(rs, f"jtt@{_akey(a)}:e_rest"), 2)]  # fmt: skip
             rows.append(row)
         cols = (["alpha"] + [f"S, {LEARNER_NAMES[m]}" for m in learners]
                 + [f"alpha_eff/alpha, {LEARNER_NAMES[m]}" for m in learners if m != "erm"]
+                + ([f"overlap weight share / xi, {LEARNER_NAMES[m]}" for m in learners if m != "erm"] if xi > 0 else [])
                 + (["JTT e_C", "JTT e_0"] if "jtt" in learners else []))  # fmt: skip
         s0 = numeric_cell(_per_seed(rs, "erm@0:success"))
         acc0 = numeric_cell(_per_seed(rs, "erm@0:accuracy"))
         tables.append(Table(
             f"Success S(alpha) = P[f(g(x)) = 0 | y != 0] and effective size, logistic-regression learners, signal "
             f"overlap xi = {xi:g}", cols, rows,
-            f"mean ± std over seeds. Without a collective ERM gives S(0) = {s0} and clean accuracy {acc0}. e_C, "
-            "e_0: shares of the collective and of the other points in JTT's stage-1 error set"))  # fmt: skip
+            f"mean ± std over seeds. Without a collective ERM gives S(0) = {s0} and clean accuracy {acc0}. Overlap "
+            "weight share / xi: the training-weight share of the clean points that carry the signal with their own "
+            "label, over their count share (1 = not re-weighted). e_C, e_0: shares of the collective and of the "
+            "other points in JTT's stage-1 error set"))  # fmt: skip
         for m in learners:
             axes[0, j].errorbar(alphas, [np.mean(_per_seed(rs, f"{m}@{_akey(a)}:success")) for a in alphas],
                                 yerr=[np.std(_per_seed(rs, f"{m}@{_akey(a)}:success"), ddof=1) if len(rs) > 1 else 0
