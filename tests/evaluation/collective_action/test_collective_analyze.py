@@ -58,6 +58,7 @@ def test_the_crossover_is_supported_on_hand_made_results():
         assert checks[cid].verdict == "supported" and checks[cid].decisive, cid
     assert a.verdict == "supported"
     assert checks["jtt-amplifies-small-xi0.05"].power is not None
+    assert checks["jtt-alpha-eff-up-small-xi0.05"].power > 0.8  # a factor-2 change at this spread is detected
 
 
 def test_a_learner_that_helps_every_collective_refutes_the_dilution():

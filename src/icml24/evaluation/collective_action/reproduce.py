@@ -360,14 +360,39 @@ def amplification_decision(rs: Sequence[JobResult], learner: str, alphas: Sequen
     return decide.compare(a, b, paired=True, alternative=alternative, alpha=ALPHA, effect_name=name), a - b
 
 
-def effective_size_decision(rs: Sequence[JobResult], learner: str, alphas: Sequence[float], *,
-                            alternative: str) -> decide.Decision:
-    """One sample over seeds: the mean over ``alphas`` of log(alpha_eff / alpha) against 0."""
+ALPHA_EFF_EFFECT = math.log(2.0)
+"""The change of effective size the alpha_eff rules must detect: a factor 2 (log ratio +-0.69; our bar)."""
+
+
+def _one_sample_power(effect: float, values: Sequence[float], alternative: str) -> float | None:
+    """Power of the one-sample rule at this run's n and spread when the true mean is ``effect``."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return None
+    sd = float(np.std(v, ddof=1)) or 1e-3
+
+    def simulate(rng: np.random.Generator) -> np.ndarray:
+        return effect + sd * rng.standard_normal(v.size)
+
+    return decide.power(lambda x: decide.compare_to_value(x, 0.0, alternative=alternative, alpha=ALPHA), simulate,
+                        n_sims=400, seed=0).supported  # fmt: skip
+
+
+def _log_ratios(rs: Sequence[JobResult], learner: str, alphas: Sequence[float]) -> list[float]:
+    """Per seed, the mean over ``alphas`` of log(alpha_eff / alpha)."""
     vals = []
     for r in rs:
         logs = [math.log(r.metrics[f"{learner}@{_akey(x)}:alpha_eff"] / r.metrics[f"alpha@{_akey(x)}"])
                 for x in alphas if r.metrics.get(f"{learner}@{_akey(x)}:alpha_eff")]  # fmt: skip
         vals.append(float(np.mean(logs)) if logs else math.nan)
+    return vals
+
+
+def effective_size_decision(rs: Sequence[JobResult], learner: str, alphas: Sequence[float], *,
+                            alternative: str) -> decide.Decision:
+    """One sample over seeds: the mean over ``alphas`` of log(alpha_eff / alpha) against 0."""
+    vals = _log_ratios(rs, learner, alphas)
     return decide.compare_to_value(vals, 0.0, alternative=alternative, alpha=ALPHA,
                                    effect_name=f"mean log(alpha_eff / alpha) of {LEARNER_NAMES[learner]} over "
                                                f"alpha in {_alist(alphas)}")  # fmt: skip
@@ -443,6 +468,7 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
                 eff = effective_size_decision(rs, m, small, alternative="greater")
                 checks.append(eff.to_check(
                     id=f"{m}-alpha-eff-up-small-xi{xi:g}", decisive=decisive,
+                    power=_one_sample_power(ALPHA_EFF_EFFECT, _log_ratios(rs, m, small), "greater"),
                     claim=f"{LEARNER_NAMES[m]} gives a small collective an effective size alpha_eff above alpha "
                           f"(xi = {xi:g})"))  # fmt: skip
             if large:
@@ -455,6 +481,7 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
                 eff = effective_size_decision(rs, m, large, alternative="less")
                 checks.append(eff.to_check(
                     id=f"{m}-alpha-eff-down-large-xi{xi:g}", decisive=decisive,
+                    power=_one_sample_power(-ALPHA_EFF_EFFECT, _log_ratios(rs, m, large), "less"),
                     claim=f"{LEARNER_NAMES[m]} gives a large collective an effective size alpha_eff below alpha "
                           f"(xi = {xi:g})"))  # fmt: skip
         xs = [a for r in rs for a in alphas]
