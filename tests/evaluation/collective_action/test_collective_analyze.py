@@ -109,3 +109,44 @@ def test_smoke_reproduction_runs_and_analyses():
     assert a.verdict in ("supported", "not_supported", "inconclusive") and a.tables and a.figures
     cross = next(r for r in results if r.job.experiment == "crossover").metrics
     assert 0.0 <= cross["jtt@0.004:success"] <= 1.0 and cross["erm@0:success"] < 0.2
+
+
+def _dominoes_result(seed: int, mlp_gap: float, lr_gap: float, rng: np.random.Generator) -> JobResult:
+    alphas = [0.002, 0.004, 0.008, 0.015]
+    m: dict = {}
+    for a in alphas:
+        k = R._akey(a)
+        base = min(1.0, 4 * np.sqrt(a))
+        for learner, gap in (("mlp", mlp_gap), ("logistic", lr_gap)):
+            m[f"{learner}:hard@{k}:success"] = float(base + 0.03 * rng.standard_normal())
+            m[f"{learner}:easy@{k}:success"] = float(base + gap + 0.03 * rng.standard_normal())
+        for place in ("easy", "hard"):
+            m[f"mlp:{place}@{k}:accuracy"] = 0.95
+            m[f"mlp:{place}@{k}:accuracy_easy_shuffled"] = 0.1
+    cfg = {**R.MLP, "alphas": alphas, "epochs": 30, "margin": 3.0, "noise": 0.1}
+    return JobResult(Job(R.SLUG, "dominoes", "x:y", cfg, seed), "ok", m)
+
+
+def _placement_checks(mlp_gap, lr_gap, seed=0):
+    rng = np.random.default_rng(seed)
+    a = R.analyze([_dominoes_result(s, mlp_gap, lr_gap, rng) for s in range(10)], "full")
+    return {c.id: c for c in a.checks}, a
+
+
+def test_placement_rule_credits_the_learner_not_the_data():
+    checks, a = _placement_checks(0.2, 0.0)
+    assert checks["simplicity-bias-changes-placement"].verdict == "supported" and a.verdict == "supported"
+    # the same gap under both learners: the plain MLP gap is supported, the decisive interaction is not
+    checks, a = _placement_checks(0.1, 0.1, seed=1)
+    assert checks["simplicity-bias-placement"].verdict == "supported"
+    assert checks["simplicity-bias-changes-placement"].verdict != "supported" and a.verdict != "supported"
+    # logistic regression prefers the easy block more than the MLP does: refuted
+    checks, a = _placement_checks(0.0, 0.15, seed=2)
+    assert checks["simplicity-bias-changes-placement"].verdict == "not_supported" and a.verdict == "not_supported"
+
+
+def test_validation_rule_refuted_when_joining_the_validation_set_hurts():
+    rng = np.random.default_rng(3)
+    a = R.analyze([_validation_result(s, -0.15, rng) for s in range(5)], "quick")
+    checks = {c.id: c for c in a.checks}
+    assert checks["validation-leverage-jtt"].verdict == "not_supported" and a.verdict == "not_supported"
