@@ -52,6 +52,8 @@ DECISIVE_OVERLAP = 0.05
 """The crossover needs signal overlap xi > 0 (our CPU probe: with xi = 0 JTT ties ERM at large alpha)."""
 ALPHA = 0.05
 LEARNER_NAMES = {"erm": "ERM", "jtt": "JTT", "cvar": "CVaR-DRO", "lff": "LfF"}
+LEARNER_COLORS = {"erm": "tab:blue", "jtt": "tab:orange", "cvar": "tab:green", "lff": "tab:red"}
+"""One colour per learner in every figure."""
 PAPER_GAIN_SMALL = 0.18
 """The success gain of JTT over ERM at alpha = 0.4%, xi = 0.05 in the notes' CPU probe (the paper's numbers
 were not retrievable): the effect the amplification rule must detect."""
@@ -440,12 +442,13 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
         for m in learners:
             axes[0, j].errorbar(alphas, [np.mean(_per_seed(rs, f"{m}@{_akey(a)}:success")) for a in alphas],
                                 yerr=[np.std(_per_seed(rs, f"{m}@{_akey(a)}:success"), ddof=1) if len(rs) > 1 else 0
-                                      for a in alphas], marker="o", capsize=2, label=LEARNER_NAMES[m])  # fmt: skip
+                                      for a in alphas], marker="o", capsize=2, label=LEARNER_NAMES[m],
+                                color=LEARNER_COLORS[m])  # fmt: skip
             if m != "erm":
                 ratio = [[v / a for v in _per_seed(rs, f"{m}@{_akey(a)}:alpha_eff")] for a in alphas]
                 axes[1, j].errorbar(alphas, [np.mean(r) for r in ratio],
                                     yerr=[np.std(r, ddof=1) if len(r) > 1 else 0 for r in ratio], marker="o",
-                                    capsize=2, label=LEARNER_NAMES[m])  # fmt: skip
+                                    capsize=2, label=LEARNER_NAMES[m], color=LEARNER_COLORS[m])  # fmt: skip
         axes[0, j].set(xscale="log", xlabel="collective size alpha (fraction of training set)",
                        ylabel="success S(alpha)", title=f"overlap xi = {xi:g}")  # fmt: skip
         axes[1, j].axhline(1.0, color="grey", lw=0.8)
@@ -490,6 +493,7 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
                             effect_name="Spearman rho of ERM's success in log alpha")  # fmt: skip
         checks.append(mono.to_check(id=f"erm-monotone-xi{xi:g}", decisive=False,
                                     claim=f"Under ERM, success grows with the collective's size (xi = {xi:g})"))
+    fig.tight_layout()
     return tables, checks, [Figure(
         "Success and effective collective size against alpha, logistic-regression learners",
         figure_png(fig), "Top: S(alpha); bottom: alpha_eff / alpha (1 = no change; the grey line). Error bars: "
@@ -584,7 +588,7 @@ def _mlp(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimCheck], l
     for m in methods:
         vals = [_per_seed(rs, f"{m}@{_akey(a)}:success") for a in alphas]
         ax[0, 0].errorbar(alphas, [np.mean(v) for v in vals], yerr=[np.std(v, ddof=1) if len(v) > 1 else 0 for v in vals],
-                          marker="o", capsize=2, label=LEARNER_NAMES[m])  # fmt: skip
+                          marker="o", capsize=2, label=LEARNER_NAMES[m], color=LEARNER_COLORS[m])  # fmt: skip
     ax[0, 0].set(xscale="log", xlabel="collective size alpha (fraction of training set)", ylabel="success S(alpha)",
                  title="SGD-trained MLPs, xi = 0.05")  # fmt: skip
     ax[0, 0].legend(fontsize=6)
