@@ -75,6 +75,7 @@ def test_supporting_results_are_supported():
     assert checks["qlearning-correlation-compile"].verdict == "supported"
     assert checks["gain-vs-incompressibility-jlearn"].verdict == "supported"
     assert checks["gain-vs-incompressibility-jexplore"].verdict == "supported"
+    assert not checks["exploration-gains-more-than-learning"].decisive
     assert a.verdict == "supported"
 
 

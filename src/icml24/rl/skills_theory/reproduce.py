@@ -337,6 +337,18 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                   "(largest on CliffWalking, smallest on the most incompressible puzzle)",
             evidence=" | ".join(f"{ENV_LABELS[e]}: I_p {incompress[e]:.3f}" for e in order),
             decisive=decisive, power=pw))  # fmt: skip
+    # the abstract's "skills benefit exploration more than learning": on each environment and macro seed, the best
+    # J_explore ratio below the best J_learn ratio (paired over points; supporting evidence, not deciding: the
+    # two ratios are of differently scaled quantities, J_explore being a log-probability already)
+    pairs = [(math.log(e[1]), math.log(l[1])) for e, l in zip(gain_pts["J_explore"], gain_pts["J_learn"])
+             if math.isfinite(e[1]) and math.isfinite(l[1]) and e[1] > 0 and l[1] > 0]  # fmt: skip
+    if len(pairs) >= 2:
+        dec = decide.compare([p[0] for p in pairs], [p[1] for p in pairs], paired=True, alternative="less",
+                             effect_name="mean log best ratio, J_explore - J_learn")  # fmt: skip
+        checks.append(dec.to_check(
+            id="exploration-gains-more-than-learning",
+            claim="Macroactions reduce the exploration difficulty more than the learning difficulty",
+            evidence=f"best ratios paired over {len(pairs)} environment x macro seed points", decisive=False))  # fmt: skip
     qpts = gain_pts["Q-learning steps"]
     envs_q = [e for e in order if e in ql_by]
     if len(envs_q) >= 2:
