@@ -311,7 +311,7 @@ def _figure(tasks: dict[str, list[JobResult]]) -> Figure | None:
         return None
     ncols = min(len(shown), 3)
     nrows = math.ceil(len(shown) / ncols)
-    fig, axes = new_figure(nrows, ncols, width=4.2 * ncols, height=3.4 * nrows)
+    fig, axes = new_figure(nrows, ncols, width=4.2, height=3.4)  # sizes are per panel
     axes = np.atleast_1d(axes).ravel()
     for ax in axes[len(shown):]:
         ax.set_visible(False)
