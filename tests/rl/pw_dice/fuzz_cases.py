@@ -3,9 +3,22 @@
 import numpy as np
 import torch
 
-from icml24.rl.offline import state_action_occupancy, state_occupancy
+from icml24.rl.offline import StateDataset, TransitionDataset, state_action_occupancy, state_occupancy
 from icml24.rl.pw_dice import (
+    ContrastiveMetric,
+    DualConfig,
+    GaussianPolicy,
+    ImitationConfig,
     arbitrary_task,
+    collect_point_mass,
+    distort_states,
+    pw_dice_weights,
+    run_imitation,
+    scripted_expert,
+    smodice_kl_weights,
+    train_contrastive_metric,
+    train_discriminator,
+    weighted_bc,
     dirac_cost,
     grid_manhattan_cost,
     lobsdice_tabular,
@@ -59,4 +72,48 @@ FUZZ_CASES = [
                  "eps1": 0.5, "eps2": 0.5},
          invalid={"pair_scores": [np.zeros(3), None, torch.zeros(0)], "flow_residuals": [[1.0]],
                   "eps1": [0.0, -1.0], "eps2": [0.0], "lam3": [0.0]}),
+]
+
+_R = np.random.default_rng(0)
+S4 = _R.standard_normal((30, 4))
+DATA = TransitionDataset(states=S4, actions=_R.uniform(-1, 1, (30, 2)), next_states=S4 + 0.1, dones=np.zeros(30, bool),
+                         steps=np.arange(30) % 10)
+EXPERT = StateDataset(states=S4[:5], next_states=S4[:5] + 0.1, steps=np.arange(5))
+SMALL = DualConfig(steps=1, batch_size=4, hidden=(4,))
+COST = lambda x, y: torch.cdist(x, y)  # noqa: E731
+REWARD = lambda x: torch.as_tensor(x)[:, 0]  # noqa: E731
+TINY = ImitationConfig(expert_episodes=1, data_expert_episodes=1, data_random_episodes=2, metric_steps=1,
+                       disc_steps=1, dual_steps=1, bc_steps=1, hidden=4, eval_episodes=2)
+
+FUZZ_CASES += [
+    dict(fn=ContrastiveMetric, kwargs={"state_dim": 4, "embed_dim": 3, "hidden": (4,)},
+         invalid={"state_dim": [0, 1.5, "4"], "embed_dim": [0, None], "scale": [0.0, -1.0, "k"]}),
+    dict(fn=train_contrastive_metric, args=(S4, S4 + 0.1), kwargs={"steps": 1, "batch_size": 4, "hidden": (4,)},
+         invalid={"states": [np.zeros(3), "s", np.zeros((0, 4))], "next_states": [S4[:, :3]], "steps": [-1, 1.5],
+                  "batch_size": [1, "b"], "lr": [0.0, -1.0], "seed": [-1]}),
+    dict(fn=train_discriminator, args=(S4[:5], S4), kwargs={"steps": 1, "batch_size": 4, "hidden": (4,)},
+         invalid={"expert_states": [S4[:, :2], None], "data_states": [np.zeros(4)], "steps": [-2],
+                  "grad_penalty": [-1.0], "batch_size": [0]}),
+    dict(fn=DualConfig, kwargs={"steps": 1},
+         invalid={"eps1": [0.0, -1.0], "eps2": ["a"], "gamma": [1.0, -0.5], "lr": [0.0], "steps": [-1, 1.5],
+                  "batch_size": [0], "hidden": [[4], (0,)], "kappa": [-1.0], "occupancy_cost": [-0.5]}),
+    dict(fn=pw_dice_weights, args=(DATA, EXPERT), kwargs={"cost": COST, "reward": REWARD, "config": SMALL},
+         invalid={"data": [None, EXPERT], "expert": [DATA, None], "cost": [None, 3], "reward": [None],
+                  "config": ["cfg"], "seed": [-1], "initial_states": [np.zeros(4)]}),
+    dict(fn=smodice_kl_weights, args=(DATA,), kwargs={"reward": REWARD, "config": SMALL},
+         invalid={"data": [None], "reward": [None, 1.0], "config": [3], "seed": [0.5]}),
+    dict(fn=GaussianPolicy, args=(4, 2), invalid={"state_dim": [0, 2.5], "action_dim": [0, "2"]}),
+    dict(fn=weighted_bc, args=(DATA, np.ones(30)), kwargs={"steps": 1, "hidden": (4,)},
+         invalid={"data": [None], "weights": [np.ones(3), -np.ones(30), np.zeros(30)], "steps": [-1],
+                  "batch_size": [0], "seed": [-3]}),
+    dict(fn=scripted_expert, args=(torch.zeros(3, 5, dtype=torch.float64),),
+         invalid={"obs": [torch.zeros(3, 2), np.zeros((3, 5)), torch.zeros(5)]}),
+    dict(fn=distort_states, args=(S4,), invalid={"states": [S4[:, :3], np.zeros(4), "s"]}),
+    dict(fn=collect_point_mass, args=("random",), kwargs={"episodes": 2, "seed": 0, "horizon": 3},
+         invalid={"episodes": [0, 1.5], "seed": [-1], "action_noise": [-0.1, "x"]}),
+    dict(fn=ImitationConfig, kwargs={},
+         invalid={"variant": ["rotated", None], "expert_episodes": [0], "hidden": [0, 1.5], "dual_steps": [-1],
+                  "eps1": [0.0], "metric_scale": [-1.0], "expert_noise": [-0.1], "batch_size": [0]}),
+    dict(fn=run_imitation, args=(TINY,), kwargs={"method": "bc", "seed": 0},
+         invalid={"config": [None, {}], "method": ["gail", None], "seed": [-1, 0.5]}),
 ]

@@ -118,4 +118,4 @@ def test_scales_build_one_tabular_job_per_seed(scale: str) -> None:
     jobs = [j for j in REPRODUCTION.jobs(scale) if j.experiment == "tabular"]
     assert len(jobs) == DEFAULT_SEEDS[scale] and len({j.seed for j in jobs}) == len(jobs)
     pm = [j for j in REPRODUCTION.jobs(scale) if j.experiment == "point_mass"]
-    assert len(pm) == (40 if scale == "full" else 0)  # 2 variants x 4 methods x 5 seeds
+    assert len(pm) == (80 if scale == "full" else 0)  # 2 variants x 4 methods x 10 seeds

@@ -9,6 +9,21 @@ cost learned contrastively; the convex dual gives weights for weighted behaviour
 case ``c(s_i, s_j) = -log d_E(s_i) / d_I(s_i)``, ``eps1 -> 0``, ``eps2 = 1``.
 """
 
+from icml24.rl.pw_dice.continuous import (
+    ContrastiveMetric,
+    DualConfig,
+    GaussianPolicy,
+    ImitationConfig,
+    collect_point_mass,
+    distort_states,
+    pw_dice_weights,
+    run_imitation,
+    scripted_expert,
+    smodice_kl_weights,
+    train_contrastive_metric,
+    train_discriminator,
+    weighted_bc,
+)
 from icml24.rl.pw_dice.tabular import (
     ArbitraryTask,
     DICESolution,
@@ -30,7 +45,20 @@ SLUG = "pw-dice"
 __all__ = [
     "SLUG",
     "ArbitraryTask",
+    "ContrastiveMetric",
     "DICESolution",
+    "DualConfig",
+    "GaussianPolicy",
+    "ImitationConfig",
+    "collect_point_mass",
+    "distort_states",
+    "pw_dice_weights",
+    "run_imitation",
+    "scripted_expert",
+    "smodice_kl_weights",
+    "train_contrastive_metric",
+    "train_discriminator",
+    "weighted_bc",
     "arbitrary_task",
     "dirac_cost",
     "grid_manhattan_cost",

@@ -37,6 +37,8 @@ from icml24.rl.offline import StateDataset, TransitionDataset
 
 __all__ = [
     "ContrastiveMetric",
+    "DualConfig",
+    "GaussianPolicy",
     "ImitationConfig",
     "POINT_MASS_PLANS",
     "collect_point_mass",
@@ -216,6 +218,17 @@ class DualConfig:
     occupancy_cost: float = 1.0
     """``alpha``: the cost subtracts ``alpha R(s_i)`` (``scale_dist_with_occupancy``)."""
 
+    def __post_init__(self) -> None:
+        for name in ("eps1", "eps2", "lr"):
+            _checks.real(name, getattr(self, name), low=0.0, low_open=True)
+        _checks.real("gamma", self.gamma, low=0.0, high=1.0, high_open=True)
+        for name in ("kappa", "occupancy_cost"):
+            _checks.real(name, getattr(self, name), low=0.0)
+        _checks.integer("steps", self.steps, low=0)
+        _checks.integer("batch_size", self.batch_size, low=1)
+        if not isinstance(self.hidden, tuple) or not all(isinstance(h, int) and h >= 1 for h in self.hidden):
+            raise TypeError(f"hidden must be a tuple of positive ints, got {self.hidden!r}")
+
 
 def pw_dice_weights(
     data: TransitionDataset, expert: StateDataset, *, cost: Any, reward: Any = None, config: DualConfig | None = None,
@@ -323,6 +336,8 @@ class GaussianPolicy(nn.Module):
 
     def __init__(self, state_dim: int, action_dim: int, hidden: Sequence[int] = (128, 128)) -> None:
         super().__init__()
+        state_dim = _checks.integer("state_dim", state_dim, low=1)
+        action_dim = _checks.integer("action_dim", action_dim, low=1)
         self.mu = _mlp(state_dim, action_dim, hidden)
         self.log_std = nn.Parameter(torch.full((action_dim,), -0.5, dtype=DTYPE))
 
@@ -392,6 +407,8 @@ def distort_states(states: Any) -> np.ndarray:
     """A fixed distorting representation of the 4-D states: ``z = Q diag(8, 1, 0.25, 3) s + 0.5 sin(3 M s)`` with
     ``Q`` a random rotation and ``M`` random (seeded constants): distances in ``z`` misstate distances in ``s``,
     per-dimension normalisation cannot undo the mixing, and the map is smooth and (locally) invertible."""
+    if isinstance(states, (str, bytes)) or states is None:
+        raise TypeError(f"states must be a (N, 4) array, got {type(states).__name__}")
     x = np.asarray(states, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != 4 or not np.all(np.isfinite(x)):
         raise ValueError(f"states must be a finite (N, 4) array, got shape {x.shape}")
@@ -507,7 +524,7 @@ POINT_MASS_PLANS: dict[str, dict[str, Any]] = {
               "config": {"expert_episodes": 2, "data_expert_episodes": 2, "data_random_episodes": 10,
                          "metric_steps": 20, "disc_steps": 20, "dual_steps": 20, "bc_steps": 20, "hidden": 16,
                          "eval_episodes": 10}},
-    "full": {"variants": ("normal", "distorted"), "methods": METHODS, "seeds": 5, "config": {}},
+    "full": {"variants": ("normal", "distorted"), "methods": METHODS, "seeds": 10, "config": {}},
 }  # fmt: skip
 """Point-mass runs per scale (the quick scale runs the tabular experiment only)."""
 
