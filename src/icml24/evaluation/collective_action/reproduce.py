@@ -400,6 +400,15 @@ def effective_size_decision(rs: Sequence[JobResult], learner: str, alphas: Seque
                                                f"alpha in {_alist(alphas)}")  # fmt: skip
 
 
+def _percent_ticks(ax: Any, alphas: Sequence[float]) -> None:
+    """Ticks at the grid's alphas, labelled in percent, and no minor labels (they overlap on a short log axis)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(list(alphas))
+    ax.set_xticklabels([f"{100 * a:g}" for a in alphas])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _alist(alphas: Sequence[float]) -> str:
     return "{" + ", ".join(f"{100 * a:g}%" for a in alphas) + "}"
 
@@ -589,8 +598,9 @@ def _mlp(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimCheck], l
         vals = [_per_seed(rs, f"{m}@{_akey(a)}:success") for a in alphas]
         ax[0, 0].errorbar(alphas, [np.mean(v) for v in vals], yerr=[np.std(v, ddof=1) if len(v) > 1 else 0 for v in vals],
                           marker="o", capsize=2, label=LEARNER_NAMES[m], color=LEARNER_COLORS[m])  # fmt: skip
-    ax[0, 0].set(xscale="log", xlabel="collective size alpha (fraction of training set)", ylabel="success S(alpha)",
+    ax[0, 0].set(xscale="log", xlabel="collective size alpha (% of training set)", ylabel="success S(alpha)",
                  title="SGD-trained MLPs, xi = 0.05")  # fmt: skip
+    _percent_ticks(ax[0, 0], alphas)
     ax[0, 0].legend(fontsize=6)
     return [table], checks, [Figure("Success against alpha, SGD-trained MLPs", figure_png(fig),
                                     "Error bars: ± one std over seeds.")]
@@ -663,8 +673,9 @@ def _dominoes(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChec
                               yerr=[np.std(v, ddof=1) if len(v) > 1 else 0 for v in vals], ls=style, marker="o",
                               capsize=2, label=f"{'MLP' if learner == 'mlp' else 'logistic'}, "
                                                f"{'easy-block' if place == 'easy' else 'pixel'} signal")  # fmt: skip
-    ax[0, 0].set(xscale="log", xlabel="collective size alpha (fraction of training set)", ylabel="success S(alpha)",
+    ax[0, 0].set(xscale="log", xlabel="collective size alpha (% of training set)", ylabel="success S(alpha)",
                  title="Dominoes: where the signal goes")  # fmt: skip
+    _percent_ticks(ax[0, 0], alphas)
     ax[0, 0].legend(fontsize=6)
     return [table], checks, [Figure("Dominoes: success against alpha by signal placement", figure_png(fig),
                                     "Error bars: ± one std over seeds.")]
