@@ -241,11 +241,52 @@ def test_triangular_attention_equals_a_triple_loop():
     assert torch.allclose(out, att.o(ref.reshape(1, 4, 4, 8)), atol=1e-6)
 
 
-def test_edge_transformer_on_one_node_is_a_function_of_the_self_pair():
+def test_edge_transformer_gives_a_finite_output_on_a_one_node_graph():
     torch.manual_seed(0)
     et = EdgeTransformer(dim=8, layers=1, heads=2, out_dim=2)
     out = _out(et, [nx.empty_graph(1)], 2)
     assert out.shape == (1, 2) and torch.isfinite(out).all()
+
+
+def _rotate_eigenspaces(data, pairs, rng):
+    """A copy of ``data`` whose eigenvector columns ``(i, j)`` of each pair are rotated by a random angle."""
+    out = data.clone()
+    vecs = out.eigvecs.clone()
+    for i, j in pairs:
+        t = rng.uniform(0.3, 1.2)
+        c, s = float(np.cos(t)), float(np.sin(t))
+        vi, vj = vecs[:, i].clone(), vecs[:, j].clone()
+        vecs[:, i], vecs[:, j] = c * vi - s * vj, s * vi + c * vj
+    out.eigvecs = vecs
+    return out
+
+
+def test_reproduction_keeps_whole_eigenspaces_on_every_csl_graph():
+    k = R.MODEL_KW["num_eigs"]
+    for skip in (2, 3, 4, 5, 6, 9, 11, 12, 13, 16):
+        vals, _ = laplacian_eigenpairs(csl_graph(41, skip), k + 1)
+        # eigenpair k (0-based, the first left out) must not share the eigenvalue of eigenpair k - 1
+        assert vals[k] - vals[k - 1] > 1e-6, skip
+        assert np.allclose(vals[1:k:2], vals[2:k:2], atol=1e-9)  # the pairs the circulant spectrum predicts
+
+
+def test_spe_is_invariant_to_the_basis_of_the_kept_csl_eigenspaces_and_not_when_one_is_cut():
+    torch.manual_seed(0)
+    k = R.MODEL_KW["num_eigs"]
+    g = csl_graph(41, 5)
+    data = tokenize(g, num_eigs=k)
+    rotated = _rotate_eigenspaces(data, [(i, i + 1) for i in range(1, k - 1, 2)], np.random.default_rng(0))
+    assert not torch.allclose(rotated.eigvecs, data.eigvecs, atol=1e-3)
+    spe = build_model("gt_spe", out_dim=2, dim=16, heads=2, num_eigs=k).pe.eval()
+    with torch.no_grad():
+        a, b = spe(Batch.from_data_list([data])), spe(Batch.from_data_list([rotated]))
+        assert torch.allclose(a, b, atol=1e-4)
+        # The control: with one eigenpair fewer (16, the old setting) the last kept eigenspace is cut in half.
+        spe_cut = build_model("gt_spe", out_dim=2, dim=16, heads=2, num_eigs=k - 1).pe.eval()
+        spe_cut.load_state_dict(spe.state_dict())
+        last = _rotate_eigenspaces(data, [(k - 2, k - 1)], np.random.default_rng(1))
+        a, b = spe_cut(Batch.from_data_list([data])), spe_cut(Batch.from_data_list([last]))
+        assert not torch.allclose(a, b, atol=1e-3)
 
 
 def test_distinguishes_separates_cycle_unions_for_lpe_not_for_gin():
@@ -334,6 +375,45 @@ def test_power_of_the_csl_and_counting_rules():
     # differences (the pilot's GIN vs (2,1)-GT gap was a factor 1.4-3).
     p2 = decide.power_of_compare(float(np.log(1.5)), 0.15, 3, paired=True, n_sims=500, alternative="greater")
     assert p2.supported > 0.8
+
+
+def _simulated_run(rng, *, lpe_acc, et_share, count_factor, seeds=3, sd=0.15):
+    """Job results as a full run would give them: CSL rates, BREC-like hits, counting MAEs with a gap of
+    ``count_factor`` between each worse and better model (log-normal seed noise of sd ``sd``)."""
+    res = [_csl("gin", int(rng.binomial(150, 0.1))), _csl("gt_lpe", int(rng.binomial(150, lpe_acc))),
+           _csl("et", int(rng.binomial(150, 0.1)))]  # fmt: skip
+    for s in range(2):
+        res += [_brec("gin", [0] * 21, seed=s)]
+        res += [_brec(m, [int(x) for x in rng.random(21) < et_share], seed=s) for m in ("gt_lpe", "et")]
+    f = np.log(count_factor)
+    for s in range(seeds):
+        base = rng.normal(0.0, 0.5)
+        lpe = base + rng.normal(0, sd, 2)
+        res += [_count("gt_lpe", *np.exp(lpe), s), _count("et", *np.exp(base + rng.normal(0, sd, 2)), s),
+                _count("gt_none", *np.exp(lpe + f + rng.normal(0, sd, 2)), s),
+                _count("gin", *np.exp(lpe + 2 * f + rng.normal(0, sd, 2)), s)]  # fmt: skip
+    return res
+
+
+def test_power_of_analyze_at_the_runs_seed_counts(monkeypatch):
+    monkeypatch.setattr(R, "POWER_SIMS", 20)  # the power values analyze reports are not under test here
+    # The effect the rules are sized for: CSL 0.5 vs 0.1, half the BREC-like pairs, a factor-1.5 MAE gap at 3 seeds.
+    p = decide.power(lambda res: R.analyze(res, "full"),
+                     lambda rng: _simulated_run(rng, lpe_acc=0.5, et_share=0.5, count_factor=1.5), n_sims=40, seed=1)
+    assert p.supported >= 0.5, p  # all nine decisive checks at once; each alone is at 0.8 or more
+    # No effect anywhere (transformers at GIN's level): never supported.
+    p0 = decide.power(lambda res: R.analyze(res, "full"),
+                      lambda rng: _simulated_run(rng, lpe_acc=0.1, et_share=0.0, count_factor=1.0), n_sims=20, seed=2)
+    assert p0.supported == 0.0, p0
+
+
+def test_every_decisive_check_reports_its_power():
+    res = _simulated_run(np.random.default_rng(0), lpe_acc=0.9, et_share=0.6, count_factor=2.0)
+    a = R.analyze(res, "full")
+    decisive = [c for c in a.checks if c.decisive]
+    assert len(decisive) == 9
+    assert all(c.power is not None and 0.0 <= c.power <= 1.0 for c in decisive)
+    assert "not a table of the paper" in R.REPRODUCTION.claim and "reported only" in R.REPRODUCTION.claim
 
 
 def test_smoke_jobs_build_and_have_unique_keys():

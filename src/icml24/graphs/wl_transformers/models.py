@@ -87,7 +87,8 @@ class LaplacianPE(nn.Module):
 
 class SignNetSPE(nn.Module):
     """SPE (Huang et al., 2024) as in the official ``EquivariantEigenEmbedding``: per channel ``c``,
-    ``P_c = V diag(psi_c(lambda)) V^T`` (an n x n matrix, invariant to sign and basis of the eigenvectors),
+    ``P_c = V diag(psi_c(lambda)) V^T`` (an n x n matrix, invariant to sign and basis of the eigenvectors
+    when the kept eigenpairs are whole eigenspaces: a cut eigenspace breaks the basis invariance),
     then a GIN over the nodes with the rows ``P[i, :, :]`` as features, summed over the row index.
     """
 
