@@ -18,8 +18,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-from icml24.common.tiny_vit import SoftmaxAttention  # noqa: E402
 from icml24.gp.kep_svgp import KEPSVGPAttention  # noqa: E402
+from icml24.vision.tiny_vit import SoftmaxAttention  # noqa: E402
 
 
 def _time(module: torch.nn.Module, x: torch.Tensor, reps: int) -> float:

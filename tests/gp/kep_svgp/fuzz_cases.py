@@ -3,7 +3,6 @@
 import numpy as np
 import torch
 
-from icml24.common.tiny_vit import TinyViT
 from icml24.gp.kep_svgp import (
     KEPSVGPAttention,
     KEPSVGPConfig,
@@ -14,6 +13,7 @@ from icml24.gp.kep_svgp import (
     predict_proba,
     train_classifier,
 )
+from icml24.vision.tiny_vit import TinyViT
 
 torch.manual_seed(0)
 LAYER = KEPSVGPAttention(dim=8, num_heads=2, seq_len=4, rank=2, rank_multi=2)

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icml24.common.tiny_vit import TinyViT
 from icml24.gp.kep_svgp import KEPSVGPAttention, kep_layers, kep_svgp_loss
+from icml24.vision.tiny_vit import TinyViT
 
 D64 = torch.float64
 

@@ -121,8 +121,8 @@ def shift(x: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------- models
 def build_model(method: str, *, num_classes: int, patch_size: int = 2, rank: int = 4, seed: int = 0) -> torch.nn.Module:
     """The tiny ViT with softmax attention everywhere, or with KEP-SVGP attention in its last block."""
-    from icml24.common.tiny_vit import SoftmaxAttention, TinyViT
     from icml24.gp.kep_svgp.attention import KEPSVGPAttention
+    from icml24.vision.tiny_vit import SoftmaxAttention, TinyViT
 
     torch.manual_seed(seed)
     dim, heads, depth = 32, 4, 2

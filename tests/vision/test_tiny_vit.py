@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from icml24.common.tiny_vit import SoftmaxAttention, TinyViT
+from icml24.vision.tiny_vit import SoftmaxAttention, TinyViT
 
 
 def test_forward_shapes_and_tokens():
