@@ -182,6 +182,22 @@ def test_td3_update_runs_and_target_respects_termination():
         agent.act(torch.zeros(3, 5))
 
 
+def test_td3_update_on_a_given_batch_trains_without_the_buffer():
+    """``update(batch)`` trains on the supplied minibatch (offline samplers) and leaves the empty buffer alone."""
+    g = torch.Generator().manual_seed(1)
+    batch = {"obs": torch.randn(8, 2, generator=g), "action": torch.rand(8, 1, generator=g) * 2 - 1,
+             "reward": torch.randn(8, generator=g), "next_obs": torch.randn(8, 2, generator=g),
+             "terminated": torch.zeros(8)}  # fmt: skip
+    agent = TD3Agent(obs_dim=2, action_dim=1, config=TD3Config(batch_size=64, hidden=(16,), policy_delay=1), seed=3)
+    assert agent.update() is None  # empty buffer
+    actor_before = [p.clone() for p in agent.actor.parameters()]
+    out = agent.update(batch)
+    assert out is not None and "actor_loss" in out and len(agent.buffer) == 0
+    assert any(not torch.equal(a, b) for a, b in zip(actor_before, agent.actor.parameters(), strict=True))
+    with pytest.raises(TypeError, match="batch"):
+        agent.update([1, 2])
+
+
 def test_q_learning_over_a_gymnasium_env_matches_q_star():
     from icml24.rl.envs.chain import TabularMDPEnv
     from icml24.rl.value import q_learning_gym

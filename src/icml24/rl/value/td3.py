@@ -4,7 +4,10 @@ Twin critics, the target ``r + gamma (1 - terminated) min_i Q_i'(s', clip(mu'(s'
 ``eps ~ N(0, sigma^2)``, actor updated every ``policy_delay`` critic steps by ``-Q_1(s, mu(s))``, Polyak
 target averaging with ``tau``. Actions live in ``[-1, 1]^d`` (scale in the env). :meth:`TD3Agent.critic_value`
 and :meth:`TD3Agent.compute_target` are the two hooks a variant overrides (max-reward TD3 in
-:mod:`icml24.rl.max_reward` changes exactly these).
+:mod:`icml24.rl.max_reward` changes exactly these); :meth:`TD3Agent.actor_loss` is the third (TD3+BC adds its
+behaviour-cloning term there). ``update(batch)`` trains on a given minibatch instead of one sampled from the
+agent's own buffer (offline learners with their own sampler, e.g. the counterfactual augmentation of
+:mod:`icml24.rl.caiac`).
 """
 
 from __future__ import annotations
@@ -128,11 +131,22 @@ class TD3Agent:
         """The cumulative-reward TD3 target ``r + gamma (1 - terminated) min_i Q_i'``."""
         return batch["reward"] + self.config.gamma * (1.0 - batch["terminated"]) * self.target_q(batch["next_obs"])
 
-    def update(self) -> dict[str, Any] | None:
-        """One critic step (and an actor + target step every ``policy_delay``)."""
-        if len(self.buffer) < self.config.batch_size:
-            return None
-        batch = self.buffer.sample(self.config.batch_size, self.generator)
+    def actor_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The deterministic policy-gradient loss ``-mean Q_1(s, mu(s))``."""
+        return -self.critic_value(self.critics[0], batch["obs"], self.actor(batch["obs"])).mean()
+
+    def update(self, batch: dict[str, torch.Tensor] | None = None) -> dict[str, Any] | None:
+        """One critic step (and an actor + target step every ``policy_delay``).
+
+        ``batch`` (the buffer's fields, float tensors with a common leading size) is trained on as given;
+        without it a minibatch of ``batch_size`` is drawn from the agent's buffer (``None`` until it holds one).
+        """
+        if batch is None:
+            if len(self.buffer) < self.config.batch_size:
+                return None
+            batch = self.buffer.sample(self.config.batch_size, self.generator)
+        elif not isinstance(batch, dict):
+            raise TypeError(f"batch must be a dict of tensors, got {type(batch).__name__}")
         with torch.no_grad():
             target = self.compute_target(batch)
         qs = [self.critic_value(c, batch["obs"], batch["action"]) for c in self.critics]
@@ -143,7 +157,7 @@ class TD3Agent:
         self.updates += 1
         out: dict[str, Any] = {"critic_loss": float(critic_loss.item())}
         if self.updates % self.config.policy_delay == 0:
-            actor_loss = -self.critic_value(self.critics[0], batch["obs"], self.actor(batch["obs"])).mean()
+            actor_loss = self.actor_loss(batch)
             self.actor_opt.zero_grad()
             actor_loss.backward()
             self.actor_opt.step()
