@@ -85,3 +85,24 @@ def test_chain_mdps_are_valid():
     assert m.terminal.sum() == 1
     g = garnet_mdp(n_states=5, n_actions=7, branching=2, seed=1)
     assert ((g.P > 0).sum(-1) <= 2).all()
+
+
+def test_point_maze_move_is_the_step_kinematics():
+    """``move`` is exactly the position update of ``step`` (free space: pos + step * a; walls: slide)."""
+    import torch
+
+    from icml24.rl.envs.mazes import PointMazeVecEnv
+
+    env = PointMazeVecEnv(3, step_size=0.25)
+    env.reset(seed=0)
+    a = torch.tensor([[0.0, 1.0], [1.0, 0.0], [-1.0, -1.0]])
+    moved = env.move(env.pos, a)
+    env.step(a)
+    assert torch.equal(moved, env.pos)
+    # from the start (1.5, 1.5) every move stays inside free cells
+    assert torch.allclose(moved, torch.tensor([[1.5, 1.75], [1.75, 1.5], [1.25, 1.25]]))
+    # a 0.75 step up-left would enter the outer wall on both axes: blocked; up-right slides along the top wall
+    big = PointMazeVecEnv(2, step_size=0.75)
+    pos = big.start.repeat(2, 1)
+    out = big.move(pos, torch.tensor([[-1.0, -1.0], [-1.0, 1.0]]))
+    assert torch.allclose(out, torch.tensor([[1.5, 1.5], [1.5, 2.25]]))

@@ -224,6 +224,21 @@ class PointMazeVecEnv(gym.vector.VectorEnv):
         c = cell[:, 1].clamp(0, self.free.shape[1] - 1)
         return self.free[r, c]
 
+    def move(self, pos: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The kinematics alone: ``pos + step_size * clip(a)``, one axis at a time so the point slides along walls.
+
+        ``pos`` ``(B, 2)`` in maze coordinates (row, col; unit cells), any batch size; no goal, reward or reset
+        logic (used by :meth:`step`, and to roll out scripted behaviour from arbitrary starts).
+        """
+        delta = actions.clamp(-1.0, 1.0) * self.step_size
+        pos = pos.clone()
+        for axis in range(2):  # move one axis at a time: slide along walls instead of sticking
+            cand = pos.clone()
+            cand[:, axis] += delta[:, axis]
+            ok = self._is_free(cand)
+            pos = torch.where(ok[:, None], cand, pos)
+        return pos
+
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[torch.Tensor, dict]:
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -237,13 +252,7 @@ class PointMazeVecEnv(gym.vector.VectorEnv):
             raise ValueError(f"actions must have shape ({self.num_envs}, 2), got {tuple(a.shape)}")
         if not bool(torch.isfinite(a).all()):
             raise ValueError("actions must be finite; got NaN or inf entries")
-        delta = a.clamp(-1.0, 1.0) * self.step_size
-        pos = self.pos.clone()
-        for axis in range(2):  # move one axis at a time: slide along walls instead of sticking
-            cand = pos.clone()
-            cand[:, axis] += delta[:, axis]
-            ok = self._is_free(cand)
-            pos = torch.where(ok[:, None], cand, pos)
+        pos = self.move(self.pos, a)
         self.pos = pos
         self.t += 1
         success = (pos - self.goal).norm(dim=1) <= self.goal_radius
