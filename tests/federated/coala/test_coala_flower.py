@@ -1,0 +1,148 @@
+"""COALA's Flower building blocks on the in-process Grid (the real ClientApp and strategies, no Ray):
+the round invariants, FedBN's local state, and each customisation level replaced by a one-class override."""
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+from flwr.app import MetricRecord  # noqa: E402
+
+from icml24.federated.coala import (  # noqa: E402
+    ClassificationTask,
+    CoalaFedAvg,
+    DigitsFederation,
+    FederatedRun,
+    LeNetTiny,
+    LocalTraining,
+    bn_state_keys,
+    make_client_app,
+    run_in_process,
+)
+from icml24.federated.coala.flower import _load_state  # noqa: E402
+
+BASE = {"local-epoch": 1, "batch-size": 32, "lr": 0.05, "momentum": 0.9}
+
+
+def _server_eval(task, fed, scenario=None):
+    sd = fed.server_data(scenario or {})
+
+    def ev(r, arrays):
+        if r == 0:
+            return None
+        m = task.build_model()
+        _load_state(m, arrays)
+        return MetricRecord(task.evaluate(m, sd.x_test, sd.y_test))
+
+    return ev
+
+
+def test_selection_without_replacement_and_seeded():
+    runs = [FederatedRun(f"r{i}", CoalaFedAvg(clients_per_round=4, seed=7), 3, dict(BASE)) for i in range(2)]
+    out = run_in_process(runs, num_supernodes=10)
+    for r in range(1, 4):
+        sel = out["r0"]["selected"][r]
+        assert len(sel) == 4 == len(set(sel)) and all(0 <= s < 10 for s in sel)
+        assert sel == out["r1"]["selected"][r]  # same seed, same clients (by partition id)
+
+
+def test_same_seed_same_model():
+    task, fed = ClassificationTask(), DigitsFederation()
+    runs = [FederatedRun(f"r{i}", CoalaFedAvg(clients_per_round=3, seed=1), 2, {**BASE, "split-type": "dir",
+                                                                                 "alpha": 0.5}, seed=1)
+            for i in range(2)]  # fmt: skip
+    out = run_in_process(runs, num_supernodes=6, task=task, federation=fed)
+    a, b = out["r0"]["arrays"], out["r1"]["arrays"]
+    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+
+
+def test_one_client_one_round_equals_centralised_training():
+    task, fed = ClassificationTask(), DigitsFederation()
+    out = run_in_process([FederatedRun("one", CoalaFedAvg(clients_per_round=1), 1, {**BASE, "local-epoch": 2},
+                                       seed=3)], num_supernodes=1, task=task, federation=fed)  # fmt: skip
+    torch.manual_seed(3)
+    model = task.build_model()
+    data = fed.client_data(0, 1, {})
+    # The ClientApp's seed for partition 0, round 1: seed * 1_000_003 + round * 1_009 + partition.
+    task.fit(model, data.x_train, data.y_train, LocalTraining(local_epoch=2), seed=3 * 1_000_003 + 1_009)
+    fed_state = out["one"]["arrays"]
+    for k, v in model.state_dict().items():
+        np.testing.assert_allclose(fed_state[k].numpy(), v.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_fedbn_clients_keep_their_batch_norm_and_server_does_not_average_it():
+    keys = bn_state_keys(LeNetTiny())
+    strategy = CoalaFedAvg(clients_per_round=4, local_keys=keys, evaluate_clients=True, num_partitions=4)
+    out = run_in_process([FederatedRun("bn", strategy, 2, {**BASE, "feature-shift": True})], num_supernodes=4)
+    init = out["bn"]["arrays"]
+    torch.manual_seed(0)
+    fresh = LeNetTiny().state_dict()
+    for k in keys:  # the server's BN entries are the initial ones
+        np.testing.assert_array_equal(init[k].numpy(), fresh[k].numpy())
+    assert not np.array_equal(init["classifier.1.weight"].numpy(), fresh["classifier.1.weight"].numpy())
+    evals = out["bn"]["clients"][2]
+    assert sorted(evals) == [0, 1, 2, 3] and all(0 <= e["accuracy"] <= 1 for e in evals.values())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Each customisation level replaced by a one-class override
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_task_level_override_one_class():
+    """Task level: a subclass that replaces the loss (label smoothing) runs through the same ClientApp."""
+    calls = []
+
+    class SmoothedTask(ClassificationTask):
+        def loss(self, logits, targets):
+            calls.append(1)
+            return torch.nn.functional.cross_entropy(logits, targets, label_smoothing=0.1)
+
+    task = SmoothedTask()
+    out = run_in_process([FederatedRun("t", CoalaFedAvg(clients_per_round=2), 2, dict(BASE),
+                                       evaluate_fn=_server_eval(task, DigitsFederation()))],
+                         num_supernodes=4, task=task)  # fmt: skip
+    assert calls and 0 <= out["t"]["server"][2]["accuracy"] <= 1
+
+
+def test_model_level_override_one_class():
+    """Model level: a different torch.nn.Module (an MLP without batch norm) via the task's model factory."""
+
+    class MLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                                           torch.nn.Linear(32, 10))  # fmt: skip
+
+        def forward(self, x):
+            return self.net(x)
+
+    task = ClassificationTask(MLP)
+    out = run_in_process([FederatedRun("m", CoalaFedAvg(clients_per_round=2), 3, dict(BASE),
+                                       evaluate_fn=_server_eval(task, DigitsFederation()))],
+                         num_supernodes=4, task=task)  # fmt: skip
+    assert set(out["m"]["arrays"].keys()) == {"net.1.weight", "net.1.bias", "net.3.weight", "net.3.bias"}
+    assert out["m"]["server"][3]["accuracy"] > 0.3
+
+
+def test_workflow_level_override_one_class():
+    """Workflow: a strategy subclass replaces one stage (selection: always the lowest partitions) and
+    leaves the others (aggregation) as they were."""
+
+    class FirstClients(CoalaFedAvg):
+        def selection(self, grid, server_round):
+            return self.eligible_nodes(grid)[: self.clients_per_round]
+
+    out = run_in_process([FederatedRun("w", FirstClients(clients_per_round=2), 2, dict(BASE)),
+                          FederatedRun("d", CoalaFedAvg(clients_per_round=2, seed=5), 2, dict(BASE))],
+                         num_supernodes=6)  # fmt: skip
+    assert out["w"]["selected"] == {1: [0, 1], 2: [0, 1]}
+    assert out["d"]["selected"] != out["w"]["selected"]
+
+
+def test_client_app_refuses_bad_components():
+    with pytest.raises(TypeError, match="task"):
+        make_client_app(task="x")
+    with pytest.raises(TypeError, match="federation"):
+        make_client_app(federation=3)
