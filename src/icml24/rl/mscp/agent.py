@@ -31,13 +31,13 @@ import numpy as np
 import torch
 
 from icml24.rl import _checks
-from icml24.rl.mscp.data import DriftPointMazeVecEnv, collect_passive_data, maze_routes
+from icml24.rl.mscp.data import DriftPointMazeVecEnv, collect_passive_data, maze_routes, trajectory_index
 from icml24.rl.mscp.planners import (
     FastPlanner,
     InverseDynamicsModel,
     PlannerConfig,
     SlowPlanner,
-    hindsight_batch,
+    _hindsight,
     pessimism_weight,
     pretrain_planners,
 )
@@ -248,6 +248,7 @@ def run_online(method: str, world: WorldConfig = WorldConfig(), config: MSCPConf
     idm = InverseDynamicsModel(max_step=m, hidden=config.idm_hidden) if uses_idm else None
     idm_opt = torch.optim.Adam(idm.parameters(), lr=config.idm_lr) if idm is not None else None
     data_rng = np.random.default_rng(seed + 3)
+    passive_last = trajectory_index(passive)[1] if passive is not None else None
     beta = 0.0 if method == "mscp_no_pessimism" else config.pessimism
 
     def guide(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -259,7 +260,7 @@ def run_online(method: str, world: WorldConfig = WorldConfig(), config: MSCPConf
 
     def bc() -> tuple[torch.Tensor, torch.Tensor]:
         assert passive is not None and idm is not None
-        b = hindsight_batch(passive, H, config.td3.batch_size, data_rng)
+        b = _hindsight(passive, passive_last, H, config.td3.batch_size, data_rng)
         with torch.no_grad():
             labels = idm(b["state"], b["next"])
         return torch.cat([b["state"], b["goal"]], dim=1), labels

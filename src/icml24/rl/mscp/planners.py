@@ -188,7 +188,12 @@ def hindsight_batch(data: StateDataset, horizon: int, size: int, rng: np.random.
         raise TypeError(f"data must be a StateDataset, got {type(data).__name__}")
     horizon = _checks.integer("horizon", horizon, low=1)
     size = _checks.integer("size", size, low=1)
-    _, last = trajectory_index(data)
+    return _hindsight(data, trajectory_index(data)[1], horizon, size, rng)
+
+
+def _hindsight(data: StateDataset, last: np.ndarray, horizon: int, size: int,
+               rng: np.random.Generator) -> dict[str, torch.Tensor]:  # fmt: skip
+    """:func:`hindsight_batch` with the trajectories' last rows precomputed."""
     # position p of a trajectory holds state(p) = next_states[p - 1] for p > its first row (so the final state,
     # next_states[last], sits at position last + 1)
     i = rng.integers(0, len(data.states), size)
@@ -228,12 +233,14 @@ def pretrain_planners(
     slow = SlowPlanner(state_dim=d, horizon=config.horizon, max_step=max_step, hidden=config.hidden)
     fast = FastPlanner(state_dim=d, max_step=max_step, ensemble=config.ensemble, hidden=config.hidden)
     opt = torch.optim.Adam([*slow.parameters(), *fast.parameters()], lr=config.lr)
+    _, last = trajectory_index(data)
+    K, B = config.ensemble, config.batch_size
     for _ in range(config.steps):
-        b = hindsight_batch(data, config.horizon, config.batch_size, rng)
+        big = _hindsight(data, last, config.horizon, K * B, rng)  # one draw, split among the members
+        b = {k: v[:B] for k, v in big.items()}
         # both losses in units of the largest displacement each planner can propose (so they weigh alike)
         loss = (slow(b["state"], b["goal"]) - b["subgoal"]).pow(2).sum(-1).mean() / (config.horizon * max_step) ** 2
-        K = config.ensemble
-        bs = [hindsight_batch(data, config.horizon, config.batch_size, rng) for _ in range(K - 1)] + [b]
+        bs = [{k: v[i * B : (i + 1) * B] for k, v in big.items()} for i in range(K)]
         for m, bk in zip(fast.members, bs, strict=True):
             x = torch.cat([bk["state"], bk["condition"] - bk["state"]], dim=1)
             pred = bk["state"] + _clip_box(m(x), max_step)
@@ -246,6 +253,6 @@ def pretrain_planners(
     slow.eval()
     fast.eval()
     with torch.no_grad():
-        b = hindsight_batch(data, config.horizon, 2048, rng)
+        b = _hindsight(data, last, config.horizon, 2048, rng)
         _, u = fast(b["state"], b["condition"])
     return slow, fast, float(u.quantile(0.9).clamp_min(1e-6))

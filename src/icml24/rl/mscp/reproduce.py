@@ -71,9 +71,9 @@ DEFAULT_SEEDS = {"smoke": 2, "quick": 3, "full": 8}
 PLANS: dict[str, dict[str, Any]] = {
     "smoke": {"total_steps": 480, "warmup_steps": 160, "num_envs": 8, "passive_trajectories": 40,
               "planner_steps": 30, "eval_points": 4, "idm_samples": [100, 400]},
-    "quick": {"total_steps": 6_000, "warmup_steps": 800, "num_envs": 8, "passive_trajectories": 300,
-              "planner_steps": 500, "eval_points": 10, "idm_samples": [250, 1000, 4000]},
-    "full": {"total_steps": 16_000, "warmup_steps": 1_000, "num_envs": 8, "passive_trajectories": 300,
+    "quick": {"total_steps": 5_000, "warmup_steps": 800, "num_envs": 8, "passive_trajectories": 300,
+              "planner_steps": 400, "eval_points": 10, "idm_samples": [250, 1000, 4000]},
+    "full": {"total_steps": 12_000, "warmup_steps": 1_000, "num_envs": 8, "passive_trajectories": 300,
              "planner_steps": 800, "eval_points": 16, "idm_samples": [250, 1000, 4000]},
 }  # fmt: skip
 
