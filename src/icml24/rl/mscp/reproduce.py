@@ -62,6 +62,9 @@ LABELS = {
     "mscp": "MSCP",
     "mscp_no_pessimism": "MSCP without pessimism",
 }
+COLORS = {"scratch": "tab:blue", "subgoals": "tab:orange", "idm_bc": "tab:green", "mscp": "tab:red",
+          "mscp_no_pessimism": "tab:purple"}
+"""One colour per learner in every panel."""
 WORLD_LABELS = {
     "identifiable": "identifiable",
     "non_identifiable": "non-identifiable (drift 0.5)",
@@ -317,7 +320,7 @@ def _curves_figure(by: dict, figures: list[Figure]) -> None:
     worlds = [w for w in WORLD_METHODS if any((w, m) in by for m in WORLD_METHODS[w])]
     if not worlds:
         return
-    fig, axes = new_figure(1, len(worlds), width=4.2 * len(worlds), height=3.4)
+    fig, axes = new_figure(1, len(worlds), width=4.2, height=3.4)  # width per panel
     n = 0
     for ax, world in zip(axes[0], worlds, strict=True):
         for method in WORLD_METHODS[world]:
@@ -328,7 +331,7 @@ def _curves_figure(by: dict, figures: list[Figure]) -> None:
             n = len(runs)
             x = runs[0]["curve_steps"]
             per_point = [[r["success_curve"][i] for r in runs] for i in range(len(x))]
-            plot_mean_band(ax, x, per_point, LABELS[method])
+            plot_mean_band(ax, x, per_point, LABELS[method], color=COLORS[method])
         label_axes(ax, "env steps", "success rate of training episodes", title=WORLD_LABELS[world])
         ax.set_ylim(-0.05, 1.05)
         ax.legend(fontsize=7)
