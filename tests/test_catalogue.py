@@ -34,10 +34,12 @@ def test_catalogue_matches_index():
     assert {s: f for s, f in rows} == {p.slug: p.field for p in catalogue.papers()}
 
 
-def test_implemented_iff_reproduction_module_exists():
+def test_runnable_iff_reproduction_module_exists():
+    """Implemented papers and position papers with a module (demonstrations) have a reproduce module; a
+    planned paper has none."""
     for p in catalogue.papers():
         if not p.module:
-            assert p.status != "implemented", p.slug
+            assert p.status != "implemented" and not p.runnable, p.slug
             continue
         try:
             importlib.import_module(f"{p.module}.reproduce")
@@ -46,7 +48,7 @@ def test_implemented_iff_reproduction_module_exists():
             if exc.name and not p.module.startswith(exc.name) and exc.name != f"{p.module}.reproduce":
                 raise  # the module exists but needs something missing: a real error
             has = False
-        assert has == (p.status == "implemented"), f"{p.slug}: status {p.status} but reproduce module exists={has}"
+        assert has == p.runnable, f"{p.slug}: status {p.status} but reproduce module exists={has}"
 
 
 def test_readme_table_is_generated_from_the_catalogue():
@@ -61,3 +63,23 @@ def test_readme_table_is_generated_from_the_catalogue():
 def test_get_unknown_names_closest():
     with pytest.raises(KeyError, match="bloop"):
         catalogue.get("blop")
+
+
+def test_a_demonstration_keeps_its_position_status_and_runs_only_when_named():
+    from icml24.common.registry import resolve_slugs
+
+    demos = catalogue.demonstrations()
+    assert demos, "no position paper has a demonstration"
+    for p in demos:
+        assert p.status == "position" and p.runnable and p.is_demonstration
+        assert p not in catalogue.implemented() and p in catalogue.runnable()
+        assert catalogue.reproduction(p.slug).slug == p.slug
+        assert p.slug not in resolve_slugs([]).runnable  # the default sweep: implemented papers only
+        assert p.slug in resolve_slugs([], include_demonstrations=True).runnable
+        assert resolve_slugs([p.slug]).runnable == [p.slug]
+    plain = [p for p in catalogue.papers() if p.status == "position" and not p.module]
+    for p in plain:  # a position paper without a module has nothing to run
+        assert not p.runnable
+        with pytest.raises(LookupError, match="position"):
+            catalogue.reproduction(p.slug)
+        assert resolve_slugs([p.slug]).not_implemented == [(p.slug, "position")]

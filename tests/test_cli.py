@@ -193,3 +193,18 @@ def test_show_states_the_code_of_the_stored_results(fake_env, tmp_path):
     data = json.loads((tmp_path / "rep" / "results.json").read_text())
     code = data["papers"][0]["code"]
     assert code["n_current"] == 8 and code["n_stale"] == 0 and len(code["fingerprint"]) >= 12
+
+
+def test_show_a_position_paper_with_and_without_a_demonstration(tmp_path):
+    store = str(tmp_path / "none.sqlite")
+    for p in catalogue.papers():
+        if p.status != "position":
+            continue
+        res = runner.invoke(app, ["show", p.slug, "--store", store])
+        assert res.exit_code == 0, res.output
+        if p.is_demonstration:
+            assert "Demonstration" in res.output and f"icml24 reproduce {p.slug}" in res.output
+        else:
+            assert "No reproduction yet (position)" in res.output
+            res = runner.invoke(app, ["reproduce", p.slug, "--store", store])
+            assert res.exit_code == 2 and "nothing to run" in res.output

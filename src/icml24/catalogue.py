@@ -1,8 +1,13 @@
 """The catalogue of papers the library covers (data in ``catalogue.json``, shipped with the package).
 
 Each entry: slug, title, authors, venue, year, arXiv id or proceedings id, official code link, field,
-status (``implemented`` when its reproduction runs, ``planned`` otherwise, ``position`` for position papers
-without a system), our one-sentence claim, the Python module that implements it and its public API.
+status (``implemented`` when its reproduction runs, ``planned`` otherwise, ``position`` for position papers),
+our one-sentence claim, the Python module that implements it and its public API.
+
+A position paper has no system to reproduce; it may still have a *demonstration*: a ``module`` whose
+``reproduce.py`` illustrates its argument (:attr:`Paper.is_demonstration`). A demonstration runs when it is
+named (``icml24 reproduce <slug>``); it keeps the ``position`` status and is not in the default sweep of
+implemented papers, since its checks illustrate an argument rather than reproduce a claim.
 """
 
 from __future__ import annotations
@@ -57,6 +62,16 @@ class Paper:
         authors = ", ".join(self.authors)
         ident = f"arXiv:{self.arxiv}" if self.arxiv else (self.proceedings or "")
         return f"{authors}. {self.title}. {self.venue} {self.year}. {ident}".strip()
+
+    @property
+    def is_demonstration(self) -> bool:
+        """A position paper with a runnable demonstration of its argument (a module with ``reproduce.py``)."""
+        return self.status == "position" and bool(self.module)
+
+    @property
+    def runnable(self) -> bool:
+        """Whether ``icml24 reproduce <slug>`` runs something: an implemented paper or a demonstration."""
+        return self.status == "implemented" or self.is_demonstration
 
     @property
     def reproduce_module(self) -> str | None:
@@ -115,13 +130,24 @@ def readme_path(slug: str) -> Path | None:
 
 
 def implemented() -> list[Paper]:
+    """The papers whose reproduction runs (the default sweep of ``icml24 reproduce``)."""
     return [p for p in papers() if p.status == "implemented"]
 
 
+def demonstrations() -> list[Paper]:
+    """The position papers with a runnable demonstration (run when named)."""
+    return [p for p in papers() if p.is_demonstration]
+
+
+def runnable() -> list[Paper]:
+    """Every paper ``icml24 reproduce <slug>`` can run: the implemented ones and the demonstrations."""
+    return [p for p in papers() if p.runnable]
+
+
 def reproduction(slug: str) -> Reproduction:
-    """Import the paper's ``reproduce`` module and return its ``REPRODUCTION``."""
+    """Import the paper's ``reproduce`` module and return its ``REPRODUCTION`` (a demonstration's too)."""
     paper = get(slug)
-    if paper.status != "implemented" or paper.reproduce_module is None:
+    if not paper.runnable or paper.reproduce_module is None:
         raise LookupError(f"{slug} is {paper.status}: it has no reproduction yet")
     module = importlib.import_module(paper.reproduce_module)
     repro = module.REPRODUCTION

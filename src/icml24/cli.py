@@ -169,6 +169,11 @@ def show(
         console.print(f"README: {readme_path}   (print it: icml24 show {p.slug} --readme)")
     if p.status == "implemented":
         console.print(f"Reproduce: icml24 reproduce {p.slug} --scale quick   (or --scale full)")
+    elif p.is_demonstration:
+        console.print(
+            f"Demonstration (illustrates the position paper's argument; not a reproduction): "
+            f"icml24 reproduce {p.slug} --scale quick   (or --scale full)"
+        )
     else:
         console.print(f"No reproduction yet ({p.status}).")
     _show_store(slug, store)
@@ -298,13 +303,14 @@ class _Progress:
             self.bar.stop()
 
 
-def _resolve(slugs: list[str], scale: str) -> list[str]:
+def _resolve(slugs: list[str], scale: str, *, include_demonstrations: bool = False) -> list[str]:
     """The papers to run or report at ``scale``: exits 2 with one line for an unknown slug, for a named
-    paper that lacks the scale, or when nothing is left (only planned papers named, say)."""
+    paper that lacks the scale, or when nothing is left (only planned papers named, say). With no slugs:
+    the implemented papers (and the position papers' demonstrations with ``include_demonstrations``)."""
     from icml24.common.registry import get_reproduction, resolve_slugs
 
     _extras()  # a broken ICML24_REPRODUCTIONS is one error line
-    res = resolve_slugs(slugs)
+    res = resolve_slugs(slugs, include_demonstrations=include_demonstrations)
     if res.unknown:
         for name, near in res.unknown:
             hint = f" Closest: {', '.join(near)}." if near else ""
@@ -350,7 +356,10 @@ def _write_report(reports: list, out: Path) -> Path:
 
 @app.command()
 def reproduce(
-    slugs: Annotated[list[str] | None, typer.Argument(help="Papers to run (default: all implemented).")] = None,
+    slugs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Papers to run (default: all implemented; a position paper's demonstration runs when named)."),
+    ] = None,
     scale: ScaleOpt = "quick",
     seeds: SeedsOpt = None,
     backend: Annotated[
@@ -440,7 +449,7 @@ def report(
     out = out or default_out()
     if not store.exists():
         raise _fail(f"no results store at {store} (run `icml24 reproduce` first, or pass --store or set {STORE_ENV})")
-    names = _resolve(list(slugs or []), scale)
+    names = _resolve(list(slugs or []), scale, include_demonstrations=True)
     try:
         rs = ResultStore(store, readonly=True)  # report only reads: it works on a read-only store
         if not slugs:

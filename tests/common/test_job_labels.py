@@ -7,7 +7,7 @@ import pytest
 from icml24 import catalogue
 from icml24.common.experiment import Job
 
-IMPLEMENTED = [p.slug for p in catalogue.implemented()]
+IMPLEMENTED = [p.slug for p in catalogue.runnable()]
 
 
 @pytest.mark.parametrize("slug", IMPLEMENTED)

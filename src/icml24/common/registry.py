@@ -1,4 +1,5 @@
-"""Which reproductions ``icml24 reproduce`` knows: the catalogue's implemented papers plus, optionally,
+"""Which reproductions ``icml24 reproduce`` knows: the catalogue's implemented papers, the position papers'
+demonstrations (when named), plus, optionally,
 the user's own reproductions named in the ``ICML24_REPRODUCTIONS`` environment variable
 (``"package.module:OBJECT,other.module:OBJECT"``), each a :class:`~icml24.common.experiment.Reproduction`.
 The second lets a researcher run their own experiments through the same runner, store and report.
@@ -37,14 +38,17 @@ class Resolution:
     unknown: list[tuple[str, list[str]]]  # (slug, closest slugs)
 
 
-def resolve_slugs(names: list[str]) -> Resolution:
-    """Split user-given slugs into runnable, known-but-not-implemented, and unknown (with suggestions).
+def resolve_slugs(names: list[str], *, include_demonstrations: bool = False) -> Resolution:
+    """Split user-given slugs into runnable, known-but-not-runnable, and unknown (with suggestions).
 
-    No names means every implemented paper (and every user-registered reproduction).
+    No names means every implemented paper (and every user-registered reproduction); a position paper's
+    demonstration joins that default only with ``include_demonstrations`` (``icml24 report`` uses it to
+    report whatever the store holds). A named demonstration is always runnable.
     """
     extras = extra_reproductions()
     if not names:
-        return Resolution([p.slug for p in catalogue.implemented()] + list(extras), [], [])
+        default = catalogue.runnable() if include_demonstrations else catalogue.implemented()
+        return Resolution([p.slug for p in default] + list(extras), [], [])
     runnable, planned, unknown = [], [], []
     for name in dict.fromkeys(names):
         if name in extras:
@@ -55,7 +59,7 @@ def resolve_slugs(names: list[str]) -> Resolution:
         except KeyError:
             unknown.append((name, catalogue.closest(name) + [s for s in extras if s.startswith(name[:3])]))
             continue
-        if paper.status == "implemented":
+        if paper.runnable:
             runnable.append(name)
         else:
             planned.append((name, paper.status))
