@@ -357,3 +357,13 @@ def test_small_cnn_solves_the_relation_by_the_relation():
     for scenes in (test, mirrored_twin(test, "a"), mirrored_twin(test, "b")):
         acc = (predict_logits(model, scenes.images).argmax(1) == scenes.labels).mean()
         assert acc > 0.9
+
+
+def test_two_player_shapley_difference_is_the_lone_object_gap():
+    """phi_A - phi_B = v({A}) - v({B}) for two players: the README's account of why region summaries of a
+    trained model can tell the class (the explained logit's response to a lone object)."""
+    torch.manual_seed(6)
+    model = SmallCNN(width=4).eval()
+    s = make_scenes(12, seed=8, twins_fit=True)
+    sh = segment_shapley(model, s.images, s.background, np.stack([s.mask_a, s.mask_b], 1), s.labels)
+    assert np.allclose(sh.values[:, 0] - sh.values[:, 1], sh.value_of((0,)) - sh.value_of((1,)), atol=1e-6)
