@@ -33,7 +33,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from logging import INFO
+from logging import INFO, WARNING
 from typing import Any
 
 import numpy as np
@@ -157,6 +157,7 @@ class CoalaFedAvg(FedAvg):
         self.extra_arrays: dict[str, ArrayRecord] = {}
         self.client_metrics_: dict[int, dict[int, dict[str, float]]] = {}
         self.selected_: dict[int, list[int]] = {}
+        self.dropped_: dict[int, list[int]] = {}
         self.num_rounds_ = 0
         self._rng = np.random.default_rng(self.seed)
         self._global: ArrayRecord | None = None
@@ -219,9 +220,17 @@ class CoalaFedAvg(FedAvg):
     def aggregate_train(self, server_round: int, replies: Iterable[Message],
                         ) -> tuple[ArrayRecord | None, MetricRecord | None]:  # fmt: skip
         valid, _ = self._check_and_log_replies(replies, is_train=True)
-        if not valid:
+        contents = []
+        for m in valid:  # a diverged client (NaN / inf in its model) is left out of the round, not averaged
+            if all(np.isfinite(a.numpy()).all() for a in m.content.array_records[ARRAYS_KEY].values()
+                   if np.issubdtype(a.numpy().dtype, np.floating)):  # fmt: skip
+                contents.append(m.content)
+            else:
+                self.dropped_.setdefault(server_round, []).append(self.partition_of(m.metadata.src_node_id))
+                log(WARNING, "COALA: node %d sent non-finite arrays; left out of round %d",
+                    m.metadata.src_node_id, server_round)  # fmt: skip
+        if not contents:
             return None, None
-        contents = [m.content for m in valid]
         merged = self.aggregation(server_round, contents)
         base = self._global if self._global is not None else contents[0].array_records[ARRAYS_KEY]
         arrays = ArrayRecord({k: Array(np.asarray(merged[k])) if k in merged else base[k] for k in base})
@@ -444,7 +453,8 @@ class FederatedRun:
                                      evaluate_fn=self.evaluate_fn)  # fmt: skip
         wall = time.perf_counter() - t0
         server_eval = {r: dict(m) for r, m in result.evaluate_metrics_serverapp.items()}
-        return {"arrays": result.arrays, "server": server_eval, "clients": self.strategy.client_metrics_,
+        arrays = result.arrays if len(result.arrays) else initial
+        return {"arrays": arrays, "server": server_eval, "clients": self.strategy.client_metrics_,
                 "selected": self.strategy.selected_, "seconds": wall, "rounds": self.num_rounds}
 
 
@@ -486,7 +496,8 @@ class ContinualRun:
             self.strategy.extra_arrays = {TEACHER_KEY: arrays} if (self.kd_alpha > 0 and old) else {}
             result = self.strategy.start(grid=grid, initial_arrays=arrays, num_rounds=self.rounds_per_task,
                                          train_config=ConfigRecord(cfg))  # fmt: skip
-            arrays = result.arrays
+            if len(result.arrays):  # no round aggregated anything (every client diverged): keep the model
+                arrays = result.arrays
             matrix.append([self.task_eval(list(self.tasks[j]), seen, arrays) for j in range(t + 1)])
         self.strategy.extra_arrays = {}
         self.accuracy = matrix
