@@ -146,3 +146,60 @@ def test_client_app_refuses_bad_components():
         make_client_app(task="x")
     with pytest.raises(TypeError, match="federation"):
         make_client_app(federation=3)
+
+
+def test_continual_run_accuracy_matrix_and_kd_teacher():
+    from icml24.federated.coala import ContinualRun, task_splits
+
+    task, fed = ClassificationTask(), DigitsFederation()
+    sd = fed.server_data({})
+
+    def task_eval(classes, seen, arrays):
+        m = task.build_model()
+        _load_state(m, arrays)
+        keep = np.isin(sd.y_test, classes)
+        return task.evaluate(m, sd.x_test[keep], sd.y_test[keep], classes=seen)["accuracy"]
+
+    tasks = task_splits(10, 5)[:3]
+    runs = [ContinualRun(f"cl{kd}", CoalaFedAvg(clients_per_round=3), tasks, 1, dict(BASE), task_eval, kd_alpha=kd)
+            for kd in (0.0, 1.0)]  # fmt: skip
+    out = run_in_process(runs, num_supernodes=4, task=task, federation=fed)
+    for r in runs:
+        acc = out[r.name]["accuracy"]
+        assert [len(row) for row in acc] == [1, 2, 3] and all(0 <= a <= 1 for row in acc for a in row)
+    # The first task has no teacher, so both runs agree on it exactly.
+    assert out["cl0.0"]["accuracy"][0] == out["cl1.0"]["accuracy"][0]
+
+
+def test_a_diverged_client_is_left_out_of_the_round():
+    class NaNOnPartitionZero(ClassificationTask):
+        def fit(self, model, x, y, settings, **kwargs):
+            out = super().fit(model, x, y, settings, **kwargs)
+            if np.array_equal(x, DigitsFederation().client_data(0, 3, {}).x_train):
+                with torch.no_grad():
+                    next(model.parameters()).fill_(float("nan"))
+            return out
+
+    strategy = CoalaFedAvg(clients_per_round=3)
+    out = run_in_process([FederatedRun("n", strategy, 1, dict(BASE))], num_supernodes=3, task=NaNOnPartitionZero())
+    assert strategy.dropped_ == {1: [0]}
+    assert all(np.isfinite(out["n"]["arrays"][k].numpy()).all() for k in out["n"]["arrays"])
+
+
+def test_deployable_apps_run_on_the_in_process_grid():
+    from flwr.app import Context, RecordDict
+
+    from icml24.federated.coala import InProcessGrid, apps
+    from icml24.federated.coala.flower import _server_identity
+
+    cfg = apps.config_from_run_config({"num-rounds": 2, "num-partitions": 4, "algorithm": "fedbn", "lr": 0.1})
+    assert cfg.server.rounds == 2 and cfg.server.algorithm == "fedbn" and cfg.client.lr == 0.1
+    assert cfg.client.batch_size == 32  # a key the run config does not set keeps its default
+    grid = InProcessGrid(apps.client_app, 4)
+    ctx = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                  run_config={"num-rounds": 1, "num-partitions": 4, "clients-per-round": 2, "algorithm": "fedbn",
+                              "feature-shift": True})  # fmt: skip
+    with _server_identity():
+        apps._main(grid, ctx)
+    states = [c.state for c in grid._contexts.values()]
+    assert sum(len(s.array_records) for s in states) == 2  # the two selected clients keep their batch norm
