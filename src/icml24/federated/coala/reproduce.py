@@ -226,7 +226,7 @@ def run_scenarios(config: dict, seed: int) -> dict:
     rounds = sum(int(out[e.name]["rounds"]) for e in exps)
     sim_seconds = sum(float(out[e.name]["seconds"]) for e in exps)
     metrics["rounds_total"] = rounds
-    metrics["rounds_per_s_all_scenarios"] = rounds / sim_seconds if sim_seconds > 0 else math.nan
+    metrics["all_scenarios_rounds_per_s"] = rounds / sim_seconds if sim_seconds > 0 else math.nan
     return metrics
 
 
