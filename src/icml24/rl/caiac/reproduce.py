@@ -63,7 +63,7 @@ PLANS: dict[str, dict[str, Any]] = {
     "full": {"n_expert": 150, "n_random": 450, "wm_steps": 2500, "wm_hidden": [128, 128], "bc_updates": 4000,
              "bc_hidden": [128, 128], "eval_episodes": 1000, "cf_check": 10000},
 }  # fmt: skip
-COMMON = {"threshold": 0.05, "smooth_kernel": 3, "n_action_samples": 64, "wm_lr": 1e-3, "wm_min_var": 1e-4,
+COMMON = {"threshold": 0.05, "smooth_kernel": 3, "n_action_samples": 64, "wm_lr": 1e-3, "wm_min_var": 1e-3,
           "expert_noise": 0.3, "ratio_cf": 0.5, "future_p": 0.5, "bc_batch": 256}  # fmt: skip
 """Settings shared by every scale (official Fetch values where they exist: threshold 0.05, kernel 3, 64 actions,
 ratio_cf 0.5; see the README's deviations for the rest)."""
@@ -344,8 +344,8 @@ REPRODUCTION = Reproduction(
         "Downstream learner: goal-conditioned behaviour cloning with HER relabelling on the expert episodes "
         "instead of offline TD3 on 30% expert + 70% random data (TD3+BC is in the API, too slow to tune here); "
         "the random episodes train the world model and feed the swap pool.",
-        "World model: 2 x 128 MLPs per entity, Adam 1e-3, 1.5k-3k steps instead of 3 x 256, 1e-4, 100k; variance "
-        "floor 1e-4 instead of 1e-8 because the toy simulator is deterministic.",
+        "World model: 2 x 64 (quick) or 2 x 128 (full) MLPs per entity, Adam 1e-3, 1k or 2.5k steps instead of 3 x 256, 1e-4, 100k; variance "
+        "floor 1e-3 instead of 1e-8 because the toy simulator is deterministic.",
         "Counterfactuals are drawn fresh for every minibatch instead of a buffer regenerated when consumed; their "
         "goals are relabelled like real samples (future with probability 0.5) instead of the official "
         "relabel_goal_coda variant; no CoDA, RSC or Dyna baselines.",
