@@ -303,3 +303,13 @@ def test_run_online_smoke_and_determinism(method):
     assert a["success_curve"] == b["success_curve"] and a["greedy_success"] == b["greedy_success"]
     assert len(a["success_curve"]) == 4 and 0 <= a["auc"] <= 1
     assert ("idm_error" in a) == (method in ("idm_bc", "mscp", "mscp_no_pessimism"))
+
+
+def test_planner_batches_are_action_free():
+    """The planners train on batches with no action key, from a dataset type that has no actions at all."""
+    data = collect_passive_data(n_trajectories=5, horizon=6, seed=0)
+    b = hindsight_batch(data, 3, 8, np.random.default_rng(0))
+    assert set(b) == {"state", "goal", "subgoal", "condition", "next"}
+    assert not any("action" in k for k in b)
+    with pytest.raises(TypeError, match="data"):
+        pretrain_planners({"states": data.states, "actions": np.zeros_like(data.states)}, max_step=0.1)
