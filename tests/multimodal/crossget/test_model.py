@@ -41,7 +41,7 @@ def _images(n=6, size=16):
 def _reference_image_forward(model, images):
     """Plain pre-norm ViT with CLS pooling, written with explicit matmuls (no merging machinery)."""
     v = model.vision
-    x = v.tokens(images)
+    x = v.tokens((images - 0.5) / 0.25)
     cls = (model.class_embedding + model.cls_position).expand(x.shape[0], 1, -1)
     x = torch.cat([cls, x], 1)
     heads = model.config.vision_heads

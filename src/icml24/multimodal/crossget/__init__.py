@@ -25,11 +25,13 @@ from icml24.multimodal.crossget.model import (
     js_alignment_loss,
 )
 from icml24.multimodal.crossget.retrieval import SceneTextEncoder, content_ids, retrieval_recall
+from icml24.multimodal.crossget.training import CLIPTrainConfig, evaluate_retrieval, train_clip
 
 SLUG = "crossget"
 
 __all__ = [
     "SLUG",
+    "CLIPTrainConfig",
     "MergeConfig",
     "MergePlan",
     "SceneTextEncoder",
@@ -40,8 +42,10 @@ __all__ = [
     "content_ids",
     "contrastive_loss",
     "cross_guided_importance",
+    "evaluate_retrieval",
     "js_alignment_loss",
     "merge_tokens",
     "random_drop",
     "retrieval_recall",
+    "train_clip",
 ]

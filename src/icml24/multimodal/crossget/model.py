@@ -82,6 +82,12 @@ class TinyCLIPConfig:
     """Joint embedding dimension."""
     cross_tokens: bool = True
     """Add the learnable cross tokens (CrossGET §3.1); ``False`` gives a plain CLIP."""
+    pixel_mean: float = 0.5
+    """Images are standardised as ``(x - pixel_mean) / pixel_std`` before the patch embedding (CLIP's
+    preprocessing normalises by dataset statistics too; unnormalised ``[0, 1]`` scenes left a 4-block CLIP
+    stuck at chance in pilots)."""
+    pixel_std: float = 0.25
+    """See ``pixel_mean``."""
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "image_size", "patch_size", "in_channels", "vision_width", "vision_layers",
@@ -90,6 +96,10 @@ class TinyCLIPConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        if not (isinstance(self.pixel_std, (int, float)) and self.pixel_std > 0 and math.isfinite(self.pixel_std)):
+            raise ValueError(f"pixel_std must be a finite number > 0, got {self.pixel_std!r}")
+        if not (isinstance(self.pixel_mean, (int, float)) and math.isfinite(self.pixel_mean)):
+            raise ValueError(f"pixel_mean must be a finite number, got {self.pixel_mean!r}")
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
         if self.vision_width % self.vision_heads:
@@ -225,7 +235,7 @@ class TinyCLIP(nn.Module):
         if not isinstance(merge, MergeConfig):
             raise TypeError(f"merge must be a MergeConfig or None, got {type(merge).__name__}")
         c = self.config
-        x = self.vision.tokens(images)
+        x = self.vision.tokens((images - c.pixel_mean) / c.pixel_std)
         b = x.shape[0]
         cls = (self.class_embedding + self.cls_position).expand(b, 1, -1)
         x = torch.cat([cls, x], dim=1)
