@@ -63,6 +63,17 @@ class MergePlan:
         return int(self.src.shape[1])
 
 
+def check_tensor(name: str, value: object, dim: int | None = None) -> torch.Tensor:
+    """``value`` as a finite floating tensor (of ``dim`` dimensions), else a ``ValueError``/``TypeError`` naming it."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if dim is not None and value.dim() != dim:
+        raise ValueError(f"{name} must have {dim} dimensions, got shape {tuple(value.shape)}")
+    if value.is_floating_point() and not torch.isfinite(value).all():
+        raise ValueError(f"{name} must be finite (it holds NaN or inf)")
+    return value
+
+
 def _check_metric(metric: torch.Tensor, r: int) -> None:
     if not isinstance(metric, torch.Tensor) or metric.dim() != 3:
         raise ValueError(f"metric must be a (batch, tokens, channels) tensor, got "
@@ -138,7 +149,9 @@ def cross_guided_importance(keys: torch.Tensor, cross_query: torch.Tensor) -> to
     Returns:
         ``(B, T)`` cosine similarities in ``[-1, 1]``.
     """
-    if keys.dim() != 3 or cross_query.dim() != 2 or cross_query.shape != (keys.shape[0], keys.shape[2]):
+    check_tensor("keys", keys, 3)
+    check_tensor("cross_query", cross_query)
+    if cross_query.shape != (keys.shape[0], keys.shape[2]):
         raise ValueError(f"keys must be (B, T, C) and cross_query (B, C), got {tuple(keys.shape)} and "
                          f"{tuple(cross_query.shape)}")  # fmt: skip
     k = keys / keys.norm(dim=-1, keepdim=True).clamp_min(1e-12)
@@ -169,9 +182,10 @@ def complete_graph_soft_matching(
     _check_metric(metric, r)
     b, t, _ = metric.shape
     prot = _protected_mask(protected, b, t, metric.device)
-    if importance is not None and (not isinstance(importance, torch.Tensor) or importance.shape != (b, t)):
-        raise ValueError(f"importance must be a ({b}, {t}) tensor, got "
-                         f"{tuple(importance.shape) if isinstance(importance, torch.Tensor) else importance!r}")  # fmt: skip
+    if importance is not None:
+        check_tensor("importance", importance)
+        if importance.shape != (b, t):
+            raise ValueError(f"importance must have shape ({b}, {t}), got {tuple(importance.shape)}")
     r = min(r, _capacity(prot))
     m = metric / metric.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     sim = m @ m.transpose(1, 2)
@@ -225,9 +239,13 @@ def merge_tokens(x: torch.Tensor, size: torch.Tensor, plan: MergePlan) -> tuple[
         size: ``(B, T)`` sizes (1 for input tokens).
         plan: from one of the matching rules, for this ``(B, T)``.
     """
+    check_tensor("x", x, 3)
+    check_tensor("size", size)
+    if not isinstance(plan, MergePlan):
+        raise TypeError(f"plan must be a MergePlan, got {type(plan).__name__}")
     b, t, c = x.shape
     if size.shape != (b, t):
-        raise ValueError(f"size must have shape ({b}, {t}), got {tuple(size.shape)}")
+        raise ValueError(f"size must have the (batch, tokens) shape of x, ({b}, {t}), got {tuple(size.shape)}")
     if plan.keep.shape[0] != b or plan.keep.shape[1] + plan.r != t:
         raise ValueError(f"plan is for {tuple(plan.keep.shape[:1])} sequences of {plan.keep.shape[1] + plan.r} "
                          f"tokens, got x of shape {(b, t, c)}")  # fmt: skip

@@ -35,6 +35,7 @@ from icml24.language import TransformerConfig, TransformerLM
 from icml24.multimodal.crossget.merging import (
     MergePlan,
     bipartite_soft_matching,
+    check_tensor,
     complete_graph_soft_matching,
     cross_guided_importance,
     merge_tokens,
@@ -234,6 +235,7 @@ class TinyCLIP(nn.Module):
         merge = merge or MergeConfig(method="none", r=0)
         if not isinstance(merge, MergeConfig):
             raise TypeError(f"merge must be a MergeConfig or None, got {type(merge).__name__}")
+        check_tensor("images", images, 4)
         c = self.config
         x = self.vision.tokens((images - c.pixel_mean) / c.pixel_std)
         b = x.shape[0]
@@ -370,7 +372,10 @@ def contrastive_loss(image_features: torch.Tensor, text_features: torch.Tensor, 
     ``L = ½ (CE_i→t + CE_t→i)`` with soft targets ``1[id_i = id_j] / #{j: id_i = id_j}`` (the official
     ``model.py`` ``sim_targets``); ``logit_scale`` is the log temperature, clamped to ``[0, log 100]``.
     """
-    if image_features.shape != text_features.shape or image_features.dim() != 2:
+    check_tensor("image_features", image_features, 2)
+    check_tensor("text_features", text_features, 2)
+    check_tensor("logit_scale", logit_scale)
+    if image_features.shape != text_features.shape:
         raise ValueError(f"image_features and text_features must be equal (B, D) tensors, got "
                          f"{tuple(image_features.shape)} and {tuple(text_features.shape)}")  # fmt: skip
     img = F.normalize(image_features, dim=-1)
@@ -399,7 +404,9 @@ def js_alignment_loss(image_cross: torch.Tensor, text_cross: torch.Tensor) -> to
     Args:
         image_cross, text_cross: ``(N, D)`` cross tokens of the two modalities in the joint space.
     """
-    if image_cross.shape != text_cross.shape or image_cross.dim() != 2:
+    check_tensor("image_cross", image_cross, 2)
+    check_tensor("text_cross", text_cross, 2)
+    if image_cross.shape != text_cross.shape:
         raise ValueError(f"image_cross and text_cross must be equal (N, D) tensors, got "
                          f"{tuple(image_cross.shape)} and {tuple(text_cross.shape)}")  # fmt: skip
     mean = (F.softmax(image_cross, dim=-1) + F.softmax(text_cross, dim=-1)) / 2

@@ -206,7 +206,7 @@ def _power(diffs: Sequence[float], effect: float, **kwargs) -> float | None:
     if d.size < 2:
         return None
     sd = max(float(d.std(ddof=1)), 0.25)  # a floor: a tiny observed spread would overstate the power
-    return power_of_compare(effect, sd, int(d.size), paired=True, n_sims=400, seed=0, **kwargs).supported
+    return power_of_compare(effect, sd, int(d.size), paired=True, n_sims=200, seed=0, **kwargs).supported
 
 
 def _checks(col: dict, prefix: str, decisive: bool) -> list[ClaimCheck]:

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from icml24.language import WordTokenizer
+from icml24.multimodal.crossget.merging import check_tensor
 from icml24.multimodal.scenes import SceneBatch, SceneConfig, scene_vocabulary
 
 __all__ = ["SceneTextEncoder", "content_ids", "retrieval_recall"]
@@ -25,6 +26,8 @@ class SceneTextEncoder:
     """
 
     def __init__(self, config: SceneConfig | None = None) -> None:
+        if config is not None and not isinstance(config, SceneConfig):
+            raise TypeError(f"config must be a SceneConfig or None, got {type(config).__name__}")
         self.tokenizer = WordTokenizer(scene_vocabulary(config))
 
     @property
@@ -32,8 +35,10 @@ class SceneTextEncoder:
         return self.tokenizer.vocab_size
 
     def encode(self, captions: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        if isinstance(captions, str) or not len(captions):
+        if isinstance(captions, str) or not isinstance(captions, Sequence) or not len(captions):
             raise ValueError("captions must be a non-empty sequence of strings")
+        if not all(isinstance(c, str) for c in captions):
+            raise TypeError("captions must hold strings")
         rows = [self.tokenizer.encode(c, bos=True, eos=True) for c in captions]
         t = max(map(len, rows))
         ids = torch.zeros(len(rows), t, dtype=torch.int64)
@@ -44,6 +49,8 @@ class SceneTextEncoder:
 
 def content_ids(batch: SceneBatch) -> torch.Tensor:
     """``(n,)`` int64: equal iff two scenes have the same content key."""
+    if not isinstance(batch, SceneBatch):
+        raise TypeError(f"batch must be a SceneBatch, got {type(batch).__name__}")
     index: dict[str, int] = {}
     return torch.tensor([index.setdefault(k, len(index)) for k in batch.keys], dtype=torch.int64)
 
@@ -57,7 +64,10 @@ def retrieval_recall(
     Image ``i`` retrieves texts by cosine similarity; it scores at K when one of its top K texts has
     ``ids[j] == ids[i]`` (and vice versa). ``mean_r1`` is the mean of the two R@1.
     """
-    if image_features.dim() != 2 or image_features.shape != text_features.shape:
+    check_tensor("image_features", image_features, 2)
+    check_tensor("text_features", text_features, 2)
+    check_tensor("ids", ids)
+    if image_features.shape != text_features.shape:
         raise ValueError(f"image_features and text_features must be equal (N, D) tensors, got "
                          f"{tuple(image_features.shape)} and {tuple(text_features.shape)}")  # fmt: skip
     n = image_features.shape[0]

@@ -80,6 +80,14 @@ def train_clip(
         raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
     if not isinstance(config, CLIPTrainConfig):
         raise TypeError(f"config must be a CLIPTrainConfig, got {type(config).__name__}")
+    if not isinstance(scenes, SceneConfig):
+        raise TypeError(f"scenes must be a SceneConfig, got {type(scenes).__name__}")
+    if not isinstance(text, SceneTextEncoder):
+        raise TypeError(f"text must be a SceneTextEncoder, got {type(text).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if merge is not None and not isinstance(merge, MergeConfig):
+        raise TypeError(f"merge must be a MergeConfig or None, got {type(merge).__name__}")
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
     def schedule(step: int) -> float:
@@ -121,6 +129,14 @@ def evaluate_retrieval(
     one image's forward pass, as measured) and, with ``timing_repeats > 0``, ``img_per_s`` (best of the
     repeats of encoding the whole batch on the current torch threads).
     """
+    if not isinstance(model, TinyCLIP):
+        raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
+    if not isinstance(batch, SceneBatch):
+        raise TypeError(f"batch must be a SceneBatch, got {type(batch).__name__}")
+    if not isinstance(text, SceneTextEncoder):
+        raise TypeError(f"text must be a SceneTextEncoder, got {type(text).__name__}")
+    if isinstance(timing_repeats, bool) or not isinstance(timing_repeats, int) or timing_repeats < 0:
+        raise ValueError(f"timing_repeats must be an int >= 0, got {timing_repeats!r}")
     model.eval()
     images = torch.from_numpy(batch.images)
     if text_features is None:
