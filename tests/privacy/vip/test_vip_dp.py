@@ -27,6 +27,12 @@ from icml24.privacy.vip import (
 )
 from icml24.privacy.vip.mae import MaskTokenFill, mask_token_grad_sample
 
+# Opacus's notices that do not apply to these tests (see icml24.privacy.vip.dp._quiet_opacus).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Secure RNG turned off"),
+    pytest.mark.filterwarnings("ignore:Full backward hook is firing"),
+    pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha"),
+]
 TINY = MAEConfig(image_size=8, patch_size=4, dim=8, depth=1, num_heads=2, decoder_dim=8, decoder_heads=2)
 
 
@@ -188,11 +194,13 @@ def test_training_past_the_budget_is_refused():
 
 def test_guard_refuses_before_the_update_is_applied():
     from opacus import PrivacyEngine
+    from opacus.grad_sample import register_grad_sampler
 
+    register_grad_sampler(MaskTokenFill)(mask_token_grad_sample)
     model, x, masks = _setup(n=4)
     engine = PrivacyEngine(accountant="rdp")
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=2)
-    gsm, opt, _ = engine.make_private(module=_gsm(model)._module, optimizer=torch.optim.SGD(model.parameters(), lr=1.0),
+    gsm, opt, _ = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0),
                                       data_loader=loader, noise_multiplier=1.0, max_grad_norm=1.0)  # fmt: skip
     one_step = epsilon_for(1.0, 0.5, 1, 1e-5)
     guard = attach_budget_guard(opt, engine.accountant, sample_rate=0.5, epsilon=one_step * 0.99, delta=1e-5)

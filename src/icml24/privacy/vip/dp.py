@@ -51,7 +51,7 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------------- validation
 def _real(name: str, value: object, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
-          allow_inf: bool = False) -> float:  # fmt: skip
+          hi_open: bool = False, allow_inf: bool = False) -> float:  # fmt: skip
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     v = float(value)
@@ -59,8 +59,8 @@ def _real(name: str, value: object, *, lo: float | None = None, hi: float | None
         raise ValueError(f"{name} must be finite{' or +inf' if allow_inf else ''}, got {value!r}")
     if lo is not None and (v < lo or (lo_open and v == lo)):
         raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
-    if hi is not None and v > hi:
-        raise ValueError(f"{name} must be <= {hi:g}, got {value!r}")
+    if hi is not None and (v > hi or (hi_open and v == hi)):
+        raise ValueError(f"{name} must be {'<' if hi_open else '<='} {hi:g}, got {value!r}")
     return v
 
 
@@ -140,9 +140,7 @@ class DPConfig:
     def __post_init__(self) -> None:
         _real("target_epsilon", self.target_epsilon, lo=0.0, lo_open=True)
         if self.delta is not None:
-            _real("delta", self.delta, lo=0.0, hi=1.0, lo_open=True)
-            if self.delta >= 1.0:
-                raise ValueError(f"delta must be < 1, got {self.delta!r}")
+            _real("delta", self.delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         _real("max_grad_norm", self.max_grad_norm, lo=0.0, lo_open=True)
         _int("max_physical_batch_size", self.max_physical_batch_size)
         _accountant_name(self.accountant)
@@ -159,7 +157,7 @@ def _check_accounting_args(noise_multiplier: float | None, sample_rate: float, s
         _real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     _real("sample_rate", sample_rate, lo=0.0, hi=1.0, lo_open=True)
     _int("steps", steps)
-    _real("delta", delta, lo=0.0, hi=1.0, lo_open=True)
+    _real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
 
 def epsilon_for(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *,
@@ -261,7 +259,7 @@ def attach_budget_guard(optimizer: Any, accountant: Any, *, sample_rate: float, 
     if not hasattr(accountant, "get_epsilon") or not hasattr(accountant, "step"):
         raise TypeError(f"accountant must be an opacus accountant, got {type(accountant).__name__}")
     guard = BudgetGuard(accountant, _real("sample_rate", sample_rate, lo=0.0, hi=1.0, lo_open=True),
-                        _real("epsilon", epsilon, lo=0.0, lo_open=True), _real("delta", delta, lo=0.0, hi=1.0, lo_open=True))  # fmt: skip
+                        _real("epsilon", epsilon, lo=0.0, lo_open=True), _real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True))  # fmt: skip
     account = optimizer.step_hook
 
     def hook(opt: Any) -> None:

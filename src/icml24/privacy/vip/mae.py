@@ -118,6 +118,8 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     if not isinstance(images, torch.Tensor) or images.dim() != 4:
         raise ValueError(f"images must be a (B, C, H, W) tensor, got {getattr(images, 'shape', type(images))}")
     _positive_int("patch_size", patch_size)
+    if not torch.isfinite(images).all():
+        raise ValueError("images must be finite")
     b, c, h, w = images.shape
     if h % patch_size or w % patch_size:
         raise ValueError(f"patch_size ({patch_size}) must divide the image sides ({h}, {w})")
