@@ -1,0 +1,115 @@
+"""The verdict rules of failure-landscape on hand-made results: the claim holds (supported), the refuting
+cases (DQN worse than a baseline; no fading; accuracy lost: not_supported), the power of the rules at the
+quick and full seed counts, and a tiny-scale run of the reproduction itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icml24.common import decide
+from icml24.common.experiment import Job, JobResult, execute_job
+from icml24.evaluation.failure_landscape import reproduce as R
+
+STEPS = [150, 300, 450, 600, 750, 900, 1050, 1200, 1350, 1500]
+
+
+def _result(seed: int, rng: np.random.Generator, *, recall_gain: float = 0.15, w1_gain: float = 0.08,
+            fade: float = 0.3, acc_change: float = 0.0, noise: float = 0.03) -> JobResult:
+    """DQN's recall is random search's + recall_gain (and the better epsilon-greedy's + recall_gain); its W1
+    is lower by w1_gain; the chosen cells' failure rate drops by fade; clean accuracy moves by acc_change."""
+    m: dict = {"n_cells": 125, "true_cells": 30, "clean_accuracy": 0.97, "recall_steps": STEPS,
+               "failure_rate_map": list(np.linspace(0, 0.6, 125)), "failure_rate_map_after": list(np.linspace(0, 0.5, 125))}
+    base_recall, base_w1 = 0.6 + noise * rng.standard_normal(), 0.3 + noise * rng.standard_normal()
+    for key, recall, w1 in (("dqn", base_recall + recall_gain, base_w1 - w1_gain), ("random", base_recall, base_w1),
+                            ("egreedy-0.1", base_recall - 0.3, base_w1 + 0.4), ("egreedy-0.6", base_recall - 0.02, base_w1 + 0.05)):
+        recall = float(recall + noise * rng.standard_normal())
+        m.update({f"{key}:true_cells_recall": recall, f"{key}:true_cells_found": round(30 * recall),
+                  f"{key}:cells_with_failures": 40, f"{key}:failure_rate": 0.3,
+                  f"{key}:visitation_w1": float(w1 + noise * rng.standard_normal()), f"{key}:reported_w1": 0.2,
+                  f"{key}:recall_curve": list(np.linspace(0.1, recall, 10)), f"{key}:visitation": [12] * 125})
+    before = 0.6 + 0.05 * rng.standard_normal()
+    m.update({"chosen_cells": [1, 2, 3], "chosen_true": 3, "chosen_rate_before": before,
+              "chosen_rate_after": float(before - fade + 0.05 * rng.standard_normal()), "other_rate_before": 0.2,
+              "other_rate_after": 0.18, "true_cells_after": 25,
+              "clean_accuracy_after": float(0.97 + acc_change + 0.004 * rng.standard_normal()),
+              "landscape_w1_before_after": 0.05, "chosen_still_top": 0})
+    job = Job(R.SLUG, "search", f"{R.__name__}:run_seed", dict(R.SCALES["quick"]), seed)
+    return JobResult(job, "ok", m)
+
+
+def _results(n: int = 6, seed: int = 0, **kw) -> list[JobResult]:
+    rng = np.random.default_rng(seed)
+    return [_result(s, rng, **kw) for s in range(n)]
+
+
+def _verdicts(results) -> dict[str, str]:
+    return {c.id: c.verdict for c in R.analyze(results, "quick").checks}
+
+
+def test_the_claim_holding_is_supported():
+    a = R.analyze(_results(), "quick")
+    assert a.verdict == "supported", [(c.id, c.verdict, c.evidence) for c in a.checks]
+    assert {c.id for c in a.checks} == {"recall-vs-random", "visitation-vs-random", "recall-vs-egreedy-best",
+                                        "visitation-vs-egreedy-best", "restructure-fades-chosen",
+                                        "clean-accuracy-holds", "failing-queries-vs-random"}
+    assert [c.id for c in a.checks if not c.decisive] == ["failing-queries-vs-random"]
+    assert len(a.tables) == 2 and len(a.figures) == 1
+    assert all(c.power is not None for c in a.checks if c.decisive)
+
+
+def test_a_dqn_worse_than_random_search_refutes_the_claim():
+    a = R.analyze(_results(recall_gain=-0.15, w1_gain=-0.08), "quick")
+    v = {c.id: c.verdict for c in a.checks}
+    assert v["recall-vs-random"] == "not_supported" and v["visitation-vs-random"] == "not_supported"
+    assert a.verdict == "not_supported"
+
+
+def test_a_dqn_on_par_with_random_search_is_not_supported_by_equivalence():
+    v = _verdicts(_results(recall_gain=0.0, w1_gain=0.0, noise=0.005))
+    assert v["recall-vs-random"] == "not_supported" and v["visitation-vs-random"] == "not_supported"
+
+
+def test_no_fading_and_lost_accuracy_refute_the_restructuring_claims():
+    v = _verdicts(_results(fade=-0.2, acc_change=-0.08))
+    assert v["restructure-fades-chosen"] == "not_supported" and v["clean-accuracy-holds"] == "not_supported"
+
+
+def test_best_epsilon_greedy_takes_the_better_arm_per_seed():
+    rs = _results(2)
+    best = R.best_egreedy(rs, "true_cells_recall", "max")
+    assert np.allclose(best, [max(r.metrics["egreedy-0.1:true_cells_recall"], r.metrics["egreedy-0.6:true_cells_recall"])
+                              for r in rs])
+
+
+@pytest.mark.parametrize("scale", ["quick", "full"])
+def test_power_of_the_rules_at_the_run_seed_count(scale):
+    n = R.DEFAULT_SEEDS[scale]
+    # recall: a true gain of RECALL_EFFECT with the spread of paired differences seen in the quick run
+    p = decide.power(lambda d: R.recall_decision(d, np.zeros(n), "random search"),
+                     lambda rng: R.RECALL_EFFECT + R.PILOT_SD["recall"] * rng.standard_normal(n), n_sims=400, seed=1)
+    assert p.supported >= 0.8, p
+    p = decide.power(lambda d: R.visitation_decision(d, np.zeros(n), "random search"),
+                     lambda rng: -R.W1_EFFECT + R.PILOT_SD["w1"] * rng.standard_normal(n), n_sims=400, seed=2)
+    assert p.supported >= 0.8, p
+    p = decide.power(lambda d: R.fade_decision(np.zeros(n), d),
+                     lambda rng: -R.FADE_EFFECT + R.PILOT_SD["fade"] * rng.standard_normal(n), n_sims=400, seed=3)
+    assert p.supported >= 0.8, p
+    p = decide.power(lambda d: R.accuracy_holds_decision(np.zeros(n), d),
+                     lambda rng: R.PILOT_SD["accuracy"] * rng.standard_normal(n), n_sims=400, seed=4)
+    assert p.supported >= 0.8, p
+    # and the rules rarely support a claim that is false (no gain)
+    p0 = decide.power(lambda d: R.recall_decision(d, np.zeros(n), "random search"),
+                      lambda rng: R.PILOT_SD["recall"] * rng.standard_normal(n), n_sims=400, seed=5)
+    assert p0.supported <= 0.1, p0
+
+
+def test_tiny_reproduction_runs_end_to_end():
+    # the contract test runs the smoke scale twice for determinism; this is a smaller end-to-end check
+    cfg = dict(R.SCALES["smoke"], pool=20, budget=80, train_epochs=1)
+    a = execute_job(Job(R.SLUG, "search", f"{R.__name__}:run_seed", cfg, 0))
+    assert a.status == "ok", a.error
+    m = a.metrics
+    assert 0 <= m["dqn:true_cells_recall"] <= 1 or np.isnan(m["dqn:true_cells_recall"])
+    assert len(m["dqn:visitation"]) == 125 and sum(m["random:visitation"]) == 80 and len(m["chosen_cells"]) <= 3
+    assert 0 <= m["clean_accuracy_after"] <= 1
