@@ -120,9 +120,15 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     _positive_int("patch_size", patch_size)
     if not torch.isfinite(images).all():
         raise ValueError("images must be finite")
-    b, c, h, w = images.shape
+    h, w = images.shape[2:]
     if h % patch_size or w % patch_size:
         raise ValueError(f"patch_size ({patch_size}) must divide the image sides ({h}, {w})")
+    return _patches(images, patch_size)
+
+
+def _patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """:func:`patchify` without the checks (no data-dependent control flow, so ``torch.func.vmap`` works)."""
+    b, c, h, w = images.shape
     gh, gw = h // patch_size, w // patch_size
     x = images.reshape(b, c, gh, patch_size, gw, patch_size)
     return x.permute(0, 2, 4, 3, 5, 1).reshape(b, gh * gw, patch_size * patch_size * c)
@@ -261,7 +267,7 @@ class MaskedAutoencoder(nn.Module):
                 masks: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
         """Per-image MAE loss ``l_i``: mean squared pixel error over the masked patches, ``(B,)``."""
         pred, mask = self.reconstruct(images, masks)
-        return masked_patch_loss(pred, patchify(images, self.config.patch_size), mask)
+        return masked_patch_loss(pred, _patches(images, self.config.patch_size), mask)
 
     @torch.no_grad()
     def features(self, images: torch.Tensor, batch_size: int = 1024) -> torch.Tensor:
