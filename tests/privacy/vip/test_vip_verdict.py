@@ -10,6 +10,7 @@ equivalent within +-0.01 by TOST.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from icml24.common.decide import power
 from icml24.common.experiment import Job, JobResult
@@ -111,6 +112,7 @@ def test_power_at_the_run_seed_counts():
 
 
 def test_smoke_job_runs_and_reports_every_run():
+    pytest.importorskip("opacus")
     job = build_jobs("smoke", 1)[0]
     metrics = run_vip(dict(job.config), job.seed)
     for run in ("R0", "R1", "R2", "R3", "R4"):
