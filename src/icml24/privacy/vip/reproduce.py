@@ -227,7 +227,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     n_seeds = len({r.job.seed for r in results if r.status == "ok"})
     present = [r for r in RUNS if f"probe/{r}" in col]
     rows = [[LABELS[r], fmt_mean_std(list(col[f"probe/{r}"].values())), fmt_mean_std(list(col.get(f"recon/{r}", {}).values()), 4),
-             fmt_mean_std(list(col.get(f"epsilon/{r}", {}).values())) if f"epsilon/{r}" in col else "-",
+             fmt_mean_std(list(col.get(f"epsilon/{r}", {}).values()), 4) if f"epsilon/{r}" in col else "-",
              fmt_mean_std(list(col.get(f"sigma/{r}", {}).values())) if f"sigma/{r}" in col else "-"]
             for r in present]  # fmt: skip
     tables = [Table(f"Runs R0-R4 ({n_seeds} seeds; mean ± std over seeds)",
@@ -253,7 +253,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         checks.append(batch_check(slopes))
         brows = [[b, fmt_mean_std(list(col.get(f"sigma/B{b}", {}).values())),
                   fmt_mean_std(list(col.get(f"mean_batch/B{b}", {}).values()), 1),
-                  fmt_mean_std(list(col.get(f"epsilon/B{b}", {}).values())),
+                  fmt_mean_std(list(col.get(f"epsilon/B{b}", {}).values()), 4),
                   fmt_mean_std(list(col[f"probe/B{b}"].values()))] for b in batches]  # fmt: skip
         tables.append(Table(f"ViP (R3) vs expected batch size at epsilon 8, same number of steps ({n_seeds} seeds; "
                             "mean ± std over seeds)", ["batch size B", "sigma", "realised mean batch",
