@@ -6,8 +6,9 @@ token-level cut-mix on the visual tokens with probability ``cutmix_p``.
 
 Grounding ("answers traceable to their evidence"), two measures against the generator's evidence patches:
 
-- evidence attention share: of the CLS token's attention on visual tokens (mean over heads and fusion
-  layers), the share that falls on the evidence patches; chance is the evidence's share of the patches;
+- evidence attention share: of the CLS token's attention rollout on the visual tokens (Abnar & Zuidema 2020:
+  the product over fusion layers of ``0.5 A + 0.5 I``, heads averaged), the share on the evidence patches;
+  chance is the evidence's share of the patches;
 - deletion test: accuracy when the evidence patches are blanked (set to the background level 0) versus
   when as many random non-evidence patches are blanked; a model that answers from the evidence loses more
   in the first case (``deletion_gap = acc(random blanked) - acc(evidence blanked)``).
@@ -140,8 +141,15 @@ def _predict(model: MedVQATransformer, data: ToyMedVQA, images: np.ndarray | Non
         _, questions, intent, evidence, _ = _tensors(data, sl)
         logits = model.fuse(model.encode_image(torch.from_numpy(imgs[sl])), questions, intent, record_attention=True)
         preds.append(logits.argmax(-1).numpy())
-        # CLS row, visual keys, mean over heads and fusion layers, renormalised over the visual tokens.
-        att = torch.stack([blk.attn.last_attention[:, :, 0, 1 : 1 + p].mean(1) for blk in model.blocks]).mean(0)
+        # Attention rollout (Abnar & Zuidema, 2020) through the fusion layers, heads averaged, the residual as
+        # 0.5 I: it counts the CLS token's attention that reaches the image through the question tokens too.
+        # Its CLS row over the visual tokens, renormalised, is where the answer reads the image.
+        rollout = None
+        for blk in model.blocks:
+            a = blk.attn.last_attention.mean(1)
+            a = 0.5 * a + 0.5 * torch.eye(a.shape[-1])
+            rollout = a if rollout is None else a @ rollout
+        att = rollout[:, 0, 1 : 1 + p]
         att = att / att.sum(-1, keepdim=True)
         shares.append((att * evidence).sum(-1).numpy())
         for blk in model.blocks:
