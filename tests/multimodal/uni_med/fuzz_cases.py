@@ -17,6 +17,7 @@ from icml24.multimodal.uni_med import (
     intent_key_scale,
     make_toy_med_vqa,
     parse_intent,
+    pretrain_image_encoder,
     question_tokenizer,
     similarity_evidence,
     token_cutmix,
@@ -72,6 +73,9 @@ FUZZ_CASES = [
                   "warmup_ratio": [-0.1, 1.1], "cutmix_p": [-0.1, 1.1, "a"], "cutmix_fill": ["noise"]}),
     dict(fn=train_vqa, args=(MODEL, DATA), kwargs={"config": TrainConfig(epochs=1, batch_size=8), "seed": 0},
          invalid={"model": NOT_MODEL, "data": NOT_DATA, "config": ["cfg", {"epochs": 1}], "seed": ["0", 0.5]}),
+    dict(fn=pretrain_image_encoder, args=(MODEL, DATA), kwargs={"steps": 2, "batch_size": 4, "seed": 0},
+         invalid={"model": NOT_MODEL, "data": NOT_DATA, "steps": [0, 1.5], "batch_size": [0, "4"],
+                  "lr": [0.0, 2.0, "a"], "seed": ["0", 0.5]}),
     dict(fn=evaluate_vqa, args=(MODEL, DATA),
          invalid={"model": NOT_MODEL, "data": NOT_DATA, "batch_size": [0, 2.5]}),
     dict(fn=evidence_attention_share, args=(MODEL, DATA), invalid={"model": NOT_MODEL, "data": NOT_DATA}),
@@ -80,3 +84,8 @@ FUZZ_CASES = [
     dict(fn=blank_patches, args=(IMAGES, PATCHES, 4),
          invalid={"images": [IMAGES[0], None], "patches": [PATCHES[:1], None], "patch_size": [3, 0, 4.0]}),
 ]
+
+EXEMPT = {
+    "ToyMedVQA": "a frozen container of the generator's arrays (fields only, no checks of its own); every function "
+    "that takes one checks its type and the arrays' shapes are those make_toy_med_vqa writes",
+}

@@ -23,6 +23,7 @@ from icml24.multimodal.uni_med import (
     intent_key_scale,
     make_toy_med_vqa,
     parse_intent,
+    pretrain_image_encoder,
     question_tokenizer,
     similarity_evidence,
     token_cutmix,
@@ -262,3 +263,21 @@ def test_training_is_deterministic_and_learns_a_small_set():
     h = train_vqa(m, d, config=TrainConfig(epochs=40, batch_size=32, lr=3e-3), seed=1)
     assert h[-1] < 0.5 * h[0]
     assert evaluate_vqa(m, d)["accuracy"] > 0.6
+
+
+def test_findings_match_the_answers_and_pretraining_touches_only_the_image_encoder():
+    d = make_toy_med_vqa(200, seed=3)
+    f = d.findings[np.arange(len(d)), d.side]
+    presence = d.question_type == 0
+    assert ((f[presence] > 0) == (d.answers[presence] == ANSWERS.index("yes"))).all()
+    kind = d.question_type == 2
+    bright = np.isin(f[kind], (1, 2))
+    assert (bright == (d.answers[kind] == ANSWERS.index("bright"))).all()
+    m = _model(d)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    losses = pretrain_image_encoder(m, d, steps=60, batch_size=32, lr=3e-3, seed=0)
+    assert np.mean(losses[-10:]) < np.mean(losses[:10])
+    after = m.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith("image_encoder.") for k in changed)
+    assert losses == pretrain_image_encoder(_model(d), d, steps=60, batch_size=32, lr=3e-3, seed=0)

@@ -34,6 +34,7 @@ from icml24.multimodal.uni_med.training import (
     deletion_test,
     evaluate_vqa,
     evidence_attention_share,
+    pretrain_image_encoder,
     train_vqa,
 )
 
@@ -57,6 +58,7 @@ __all__ = [
     "intent_key_scale",
     "make_toy_med_vqa",
     "parse_intent",
+    "pretrain_image_encoder",
     "question_tokenizer",
     "similarity_evidence",
     "token_cutmix",

@@ -152,6 +152,8 @@ class ToyMedVQA:
         texts: the tagged questions.
         side, question_type: ``(n,)`` int ids into ``("left", "right")`` and :data:`QUESTION_TYPES`.
         organ_masks: ``(n, 2, H, W)`` bool pixel masks of the left and right organ.
+        findings: ``(n, 2)`` int64 finding of the left and right organ: 0 none, 1 small bright, 2 large bright,
+            3 small dark, 4 large dark lesion (image-level labels, for pretraining an image encoder).
     """
 
     images: np.ndarray
@@ -164,6 +166,7 @@ class ToyMedVQA:
     side: np.ndarray
     question_type: np.ndarray
     organ_masks: np.ndarray = field(repr=False)
+    findings: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 2), np.int64))
 
     def __len__(self) -> int:
         return int(self.answers.shape[0])
@@ -173,7 +176,8 @@ class ToyMedVQA:
         idx = np.arange(len(self))[index]
         return ToyMedVQA(self.images[idx], self.questions[idx], self.intent_mask[idx], self.answers[idx],
                          self.is_closed[idx], self.evidence[idx], tuple(self.texts[i] for i in idx),
-                         self.side[idx], self.question_type[idx], self.organ_masks[idx])  # fmt: skip
+                         self.side[idx], self.question_type[idx], self.organ_masks[idx],
+                         self.findings[idx])  # fmt: skip
 
 
 def _render(rng: np.random.Generator, n: int, size: int, cfg: ToyMedVQAConfig):
@@ -267,5 +271,6 @@ def make_toy_med_vqa(n: int, *, config: ToyMedVQAConfig | None = None, seed: int
         questions[i, : len(ids)] = ids
         n_core = len(core.split())
         intent[i, len(before) : len(before) + n_core] = True
+    findings = np.where(has, 1 + 2 * kind + big, 0).astype(np.int64)
     return ToyMedVQA(images, questions, intent, answer, qtype < 2, evidence, tuple(texts), side.astype(np.int64),
-                     qtype.astype(np.int64), masks)  # fmt: skip
+                     qtype.astype(np.int64), masks, findings)  # fmt: skip
