@@ -93,6 +93,11 @@ def mix(weights: torch.Tensor, mixture: torch.Tensor, *, dim: int = 0) -> torch.
         raise TypeError("weights and mixture must be torch tensors")
     if mixture.dim() != 2:
         raise ValueError(f"mixture must be 2-D (n_out, n_in), got shape {tuple(mixture.shape)}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    for name, t in (("weights", weights), ("mixture", mixture)):
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
     if not -weights.dim() <= dim < weights.dim():
         raise ValueError(f"dim must index an axis of weights ({weights.dim()}-D), got {dim}")
     if weights.shape[dim] != mixture.shape[1]:
@@ -219,6 +224,9 @@ class LearngeneAttention(nn.Module):
                              f"{descendant_heads}")  # fmt: skip
         if isinstance(proj_drop, bool) or not isinstance(proj_drop, (int, float)) or not 0.0 <= proj_drop < 1.0:
             raise ValueError(f"proj_drop must be a number in [0, 1), got {proj_drop!r}")
+        if map_init not in ("designed", "random"):
+            raise ValueError(f"map_init must be 'designed' or 'random', got {map_init!r}")
+        generator = _generator("generator", generator)
         scale = dim**-0.5
         self.qkv_weight = nn.Parameter(torch.empty(3, learngene_heads, head_dim, dim).uniform_(-scale, scale))
         self.qkv_bias = nn.Parameter(torch.zeros(3, learngene_heads, head_dim))
@@ -257,8 +265,16 @@ class ExpandedFFNStack(nn.Module):
     def __init__(self, *, fc1_weight: torch.Tensor, fc1_bias: torch.Tensor, fc2_weight: torch.Tensor,
                  fc2_bias: torch.Tensor, depth_map: ExpansionMap):  # fmt: skip
         super().__init__()
+        named = (("fc1_weight", fc1_weight), ("fc1_bias", fc1_bias), ("fc2_weight", fc2_weight), ("fc2_bias", fc2_bias))
+        for name, t in named:
+            if not isinstance(t, torch.Tensor) or t.dim() == 0:
+                raise TypeError(f"{name} must be a torch tensor stacking the learngene layers")
+            if not torch.isfinite(t).all():
+                raise ValueError(f"{name} must be finite (no NaN or inf)")
+        if not isinstance(depth_map, ExpansionMap):
+            raise TypeError(f"depth_map must be an ExpansionMap, got {type(depth_map).__name__}")
         lg = fc1_weight.shape[0]
-        for name, t in (("fc1_bias", fc1_bias), ("fc2_weight", fc2_weight), ("fc2_bias", fc2_bias)):
+        for name, t in named[1:]:
             if t.shape[0] != lg:
                 raise ValueError(f"{name} must stack {lg} layers like fc1_weight, got shape {tuple(t.shape)}")
         if depth_map.n_in != lg:
@@ -338,6 +354,16 @@ def descendant_parameter_count(*, dim: int, head_dim: int, mlp_dim: int, patch_s
     depth map); ``False`` a standard ViT with ``H_d`` heads of width ``head_dim`` and ``L_d`` layers. ``map_hidden``
     and ``depth_hidden`` are the maps' hidden widths (default ``2·H_g`` and ``2·L_g``, the designed init).
     """
+    for name, value in (("dim", dim), ("head_dim", head_dim), ("mlp_dim", mlp_dim), ("patch_size", patch_size),
+                        ("in_channels", in_channels), ("num_tokens", num_tokens), ("num_classes", num_classes)):
+        _pos_int(name, value)
+    for name, value in (("map_hidden", map_hidden), ("depth_hidden", depth_hidden)):
+        if value is not None:
+            _pos_int(name, value)
+    if not isinstance(spec, DescendantSpec):
+        raise TypeError(f"spec must be a DescendantSpec, got {type(spec).__name__}")
+    if not isinstance(expanded, bool):
+        raise TypeError(f"expanded must be True or False, got {expanded!r}")
     hg, lg, hd, ld = spec.learngene_heads, spec.learngene_layers, spec.descendant_heads, spec.descendant_layers
     embed = in_channels * patch_size**2 * dim + dim + num_tokens * dim
     final = 2 * dim + dim * num_classes + num_classes
@@ -397,6 +423,8 @@ def build_descendant(
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     _pos_int("num_classes", num_classes)
+    if mixture_kind not in (None, "gaussian", "uniform", "first"):
+        raise ValueError(f"mixture_kind must be None, 'gaussian', 'uniform' or 'first', got {mixture_kind!r}")
     generator = _generator("generator", generator)
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")

@@ -54,6 +54,8 @@ def _check_xy(x: object, y: object, xname: str, yname: str) -> tuple[torch.Tenso
         raise ValueError(f"{xname} must be a float tensor of shape (n, C, H, W)")
     if not isinstance(y, torch.Tensor) or y.dim() != 1 or y.dtype != torch.long:
         raise ValueError(f"{yname} must be a 1-D long tensor of labels")
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{xname} must be finite (no NaN or inf)")
     if len(x) != len(y) or len(x) == 0:
         raise ValueError(f"{xname} and {yname} must have the same non-zero length, got {len(x)} and {len(y)}")
     return x, y
@@ -65,6 +67,8 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     x, y = _check_xy(x, y, "x", "y")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     was = model.training
     model.eval()
     correct = sum(int((model(x[i : i + batch_size]).argmax(-1) == y[i : i + batch_size]).sum())
@@ -137,7 +141,9 @@ def digits_split(seed: int, *, shots: int = 20, ancestry_classes: tuple[int, ...
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     if isinstance(shots, bool) or not isinstance(shots, int) or shots < 1:
         raise ValueError(f"shots must be an int >= 1, got {shots!r}")
-    if not 0.0 < ancestry_test_fraction < 1.0:
+    if isinstance(ancestry_test_fraction, bool) or not isinstance(ancestry_test_fraction, (int, float)) or not (
+        0.0 < ancestry_test_fraction < 1.0
+    ):
         raise ValueError(f"ancestry_test_fraction must be in (0, 1), got {ancestry_test_fraction!r}")
     if not ancestry_classes or not set(ancestry_classes) <= set(range(10)) or len(set(ancestry_classes)) == 10:
         raise ValueError(f"ancestry_classes must be a proper non-empty subset of 0..9, got {ancestry_classes!r}")
