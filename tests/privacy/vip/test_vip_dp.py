@@ -244,3 +244,30 @@ def test_bad_configs_name_the_argument():
         MAETrainConfig(steps=0)
     with pytest.raises(TypeError, match="model"):
         train_mae_private(torch.nn.Linear(2, 2), _private_data())
+
+
+def test_calibration_is_what_make_private_with_epsilon_does():
+    """Our sigma (Opacus's get_noise_multiplier fed the number of steps) equals the one Opacus's own
+    make_private_with_epsilon picks for the same number of steps given as epochs."""
+    from opacus import PrivacyEngine
+    from opacus.grad_sample import register_grad_sampler
+
+    register_grad_sampler(MaskTokenFill)(mask_token_grad_sample)
+    data = _private_data(n=200)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=40)  # q = 1/5
+    model = MaskedAutoencoder(TINY)
+    engine = PrivacyEngine(accountant="rdp")
+    _, opt, _ = engine.make_private_with_epsilon(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=loader, target_epsilon=3.0,
+        target_delta=1 / 400, epochs=2, max_grad_norm=1.0,
+    )  # fmt: skip
+    assert opt.noise_multiplier == pytest.approx(noise_multiplier_for(3.0, 1 / 5, 10, 1 / 400))
+
+
+def test_prv_accountant_is_no_looser_than_rdp():
+    """Opacus's PRV accountant (numerical composition) gives an epsilon at most RDP's for the quick setting,
+    and the two calibrations agree within 10% in sigma."""
+    q, steps, delta = 1 / 59, 60, 1 / 30_000
+    sigma = noise_multiplier_for(8.0, q, steps, delta)
+    assert epsilon_for(sigma, q, steps, delta, accountant="prv") <= epsilon_for(sigma, q, steps, delta) + 1e-6
+    assert abs(noise_multiplier_for(8.0, q, steps, delta, accountant="prv") / sigma - 1) < 0.1
