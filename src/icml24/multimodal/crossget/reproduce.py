@@ -50,6 +50,8 @@ LABELS = {
     "crossget_nojs": "CrossGET w/o alignment loss",
 }
 """The names the README and the report use."""
+COLOURS = {"random": "tab:gray", "tome": "tab:orange", "complete": "tab:green", "crossget": "tab:red"}
+"""One colour per rule in every figure."""
 
 R_MAIN = 16
 """Tokens merged per image block at the headline operating point: CrossGET then costs ~58% of the unmerged
@@ -72,7 +74,7 @@ MODEL = {"vision_width": 48, "vision_heads": 4, "vision_mlp": 96, "vision_layers
          "text_heads": 4, "text_layers": 4, "embed_dim": 48}  # fmt: skip
 
 _SCALE_CFG = {
-    "smoke": {"steps": 20, "n_eval": 64, "r_grid": [8, 16], "finetune": [], "ft_steps": 0, "timing": 0},
+    "smoke": {"steps": 8, "n_eval": 32, "r_grid": [16], "finetune": [], "ft_steps": 0, "timing": 0},
     "quick": {"steps": 300, "n_eval": 512, "r_grid": [8, 16, 24], "finetune": [], "ft_steps": 0, "timing": 0},
     "full": {"steps": 400, "n_eval": 1024, "r_grid": [4, 8, 12, 16, 20, 24],
              "finetune": [("none", 0), ("tome", 8), ("tome", 16), ("tome", 24), ("crossget", 16), ("complete", 16),
@@ -304,12 +306,12 @@ def _figure(col: dict, prefix: str, x_metric: str, title: str) -> Figure | None:
             continue
         xs = [float(np.mean(list(col[f"{k}/{x_metric}"].values()))) for k in keys]
         ys = [list(col[f"{k}/mean_r1"].values()) for k in keys]
-        plot_mean_errorbar(axis, xs, ys, LABELS[rule], linestyle="-")
+        plot_mean_errorbar(axis, xs, ys, LABELS[rule], linestyle="-", color=COLOURS[rule])
         n = max(n, len(ys[0]))
     if n == 0:
         return None
     xlabel, unit = ("image encoder matmul FLOPs", "MFLOPs") if x_metric == "mflops" else ("image encoder throughput", "images/s")
-    label_axes(axis, xlabel, "mean R@1", yunit="%")
+    label_axes(axis, xlabel, "mean R@1", xunit=unit, yunit="%")
     axis.legend(fontsize=8)
     return Figure(title, figure_png(fig), caption="points: r = 0 (unmerged) and the r grid; "
                   + spread_caption("std", n, kind="error bars") + "; x: mean over seeds")  # fmt: skip
