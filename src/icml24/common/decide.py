@@ -93,18 +93,7 @@ class Decision:
             f"[{_num(lo)}, {_num(hi)}], one-sided p {_p(self.p_value)}"
             + (f", refuting p {_p(self.p_refute)}" if math.isfinite(self.p_refute) else "")
             + f" ({self.test}, n = {self.n})"
-            + self._both_sides_note()
         )
-
-    def _both_sides_note(self) -> str:
-        # With an equivalence band both one-sided tests can pass at once: the effect is shown on the claim's
-        # side of the bar *and* within the band. The verdict stays with the claim's test (it is the claim),
-        # but a reader must see that the effect, while real, is smaller than the practical margin.
-        if (math.isfinite(self.p_value) and math.isfinite(self.p_refute)
-                and self.p_value < self.alpha and self.p_refute < self.alpha):  # fmt: skip
-            return ("; both tests are significant: the effect is shown on the claim's side of the bar and also "
-                    "shown smaller than the rule's practical margin (real but small)")
-        return ""
 
     def to_check(
         self,
