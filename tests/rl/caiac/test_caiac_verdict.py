@@ -2,8 +2,9 @@
 
 Rule: CAI's contact AUC above 0.5 (one-sample t-test); CAIAC's counterfactuals infeasible less often than random
 swaps' (paired t-test); CAIAC's shifted success above no augmentation and random swaps (paired t-tests, Holm);
-CAIAC's in-distribution success within +-0.1 of no augmentation (paired TOST). All must be supported; any one
-refuted at the same level makes the verdict not_supported.
+CAIAC's in-distribution success not more than 0.1 below no augmentation's (paired non-inferiority t-test; the TOST
+"on par within +-0.1" is reported only). All must be supported; any one refuted at the same level makes the verdict
+not_supported.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from icml24.rl.caiac.reproduce import (
     SLUG,
     analyze,
     auc_power,
-    equivalence_power,
     feasibility_power,
+    noninferiority_power,
     run_seed,
     shift_power,
 )
@@ -56,7 +57,7 @@ def test_the_papers_pattern_is_supported():
     a = _analyze()
     d = _decisive(a)
     assert set(d) == {"cai-detects-contact", "counterfactuals-feasible", "shift-vs-none", "shift-vs-random",
-                      "in-distribution-on-par"} and set(d.values()) == {"supported"}, d  # fmt: skip
+                      "in-distribution-no-loss"} and set(d.values()) == {"supported"}, d  # fmt: skip
     assert a.verdict == "supported" and all(c.power is not None for c in a.checks if c.decisive)
     assert a.tables and a.figures
 
@@ -70,9 +71,23 @@ def test_caiac_worse_under_shift_is_not_supported():
 
 def test_in_distribution_loss_is_not_supported_and_chance_auc_is_not_supported():
     a = _analyze(ind=(0.05, 0.32, 0.12))
-    assert _decisive(a)["in-distribution-on-par"] == "not_supported" and a.verdict == "not_supported"
+    assert _decisive(a)["in-distribution-no-loss"] == "not_supported" and a.verdict == "not_supported"
     a = _analyze(auc=0.3)
     assert _decisive(a)["cai-detects-contact"] == "not_supported"
+
+
+def test_a_caiac_better_in_distribution_is_supported_and_a_small_loss_is_not_refuted():
+    """The paper claims no loss in distribution: a gain above the +-0.1 band supports it (the reported-only
+    TOST then says not_supported), a loss inside the margin is not a refutation, a loss beyond it with noise
+    that hides it is inconclusive."""
+    a = _analyze(ind=(0.50, 0.32, 0.12))
+    checks = {c.id: c for c in a.checks}
+    assert checks["in-distribution-no-loss"].verdict == "supported" and a.verdict == "supported"
+    assert checks["in-distribution-on-par"].verdict == "not_supported" and not checks["in-distribution-on-par"].decisive
+    a = _analyze(ind=(0.28, 0.32, 0.12))
+    assert _decisive(a)["in-distribution-no-loss"] == "supported"
+    a = _analyze(ind=(0.20, 0.32, 0.12), noise=0.08)
+    assert _decisive(a)["in-distribution-no-loss"] != "supported"
 
 
 def test_infeasible_counterfactuals_are_not_supported():
@@ -92,7 +107,7 @@ def test_power_at_the_run_seed_counts():
         assert shift_power(n) >= 0.8
         assert auc_power(n) >= 0.8
         assert feasibility_power(n) >= 0.8
-    assert equivalence_power(5) >= 0.8
+        assert noninferiority_power(n) >= 0.8
     assert shift_power(1) == 0.0
 
 

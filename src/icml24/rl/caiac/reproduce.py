@@ -46,8 +46,12 @@ METHODS = ("none", "random", "caiac")
 LABELS = {"none": "no augmentation", "random": "random swaps", "caiac": "CAIAC"}
 """The names the README uses."""
 
+NONINFERIORITY_MARGIN = 0.1
+"""In-distribution "does not lose to no augmentation": the paired difference in success rate is shown above
+-0.1 (our margin; the paper states no number). The paper claims no loss in distribution, not equality, so the
+decisive check is one-sided (non-inferiority): a CAIAC that is *better* in distribution supports the claim."""
 EQUIVALENCE_MARGIN = 0.1
-"""In-distribution "matches the baseline" band: +-0.1 success rate (our choice; the paper states no band)."""
+"""Band of the reported-only TOST "on par with no augmentation" (the decisive rule until review, see the README)."""
 ASSUMED_SHIFT_GAIN = 0.15
 """Success-rate gain under shift used for the power simulation (the paper's Fetch plots show gaps of 0.2-0.4 in
 success between CAIAC and the baselines at low expert fractions; we assume a smaller 0.15)."""
@@ -193,8 +197,15 @@ def shift_decision(caiac: Sequence[float], base: Sequence[float], base_name: str
 
 
 def in_distribution_decision(caiac: Sequence[float], base: Sequence[float]) -> Decision:
-    """Matches no augmentation in distribution: paired TOST within +-EQUIVALENCE_MARGIN success rate at 0.05;
-    not_supported if the difference is shown outside the band."""
+    """Does not lose to no augmentation in distribution (non-inferiority): paired one-sided t-test at 0.05 that
+    the success-rate difference exceeds -NONINFERIORITY_MARGIN; not_supported if it is shown below
+    -NONINFERIORITY_MARGIN at the same level."""
+    return decide.compare(caiac, base, paired=True, alternative="greater", margin=-NONINFERIORITY_MARGIN,
+                          effect_name="in-distribution success-rate difference (CAIAC - no augmentation)")  # fmt: skip
+
+
+def in_distribution_equivalence(caiac: Sequence[float], base: Sequence[float]) -> Decision:
+    """Reported only: on par with no augmentation, paired TOST within +-EQUIVALENCE_MARGIN at 0.05."""
     return decide.equivalence(caiac, base, margin=EQUIVALENCE_MARGIN, paired=True,
                               effect_name="in-distribution success-rate difference (CAIAC - no augmentation)")  # fmt: skip
 
@@ -217,8 +228,9 @@ def shift_power(n: int, *, gain: float = ASSUMED_SHIFT_GAIN, sd: float = ASSUMED
 
 
 @functools.lru_cache(maxsize=32)
-def equivalence_power(n: int, *, sd: float = ASSUMED_SEED_SD, n_sims: int = 400) -> float:
-    """Chance the in-distribution TOST says supported at ``n`` seeds when the true difference is 0 (sd ``sd``)."""
+def noninferiority_power(n: int, *, sd: float = ASSUMED_SEED_SD, n_sims: int = 400) -> float:
+    """Chance the in-distribution non-inferiority check says supported at ``n`` seeds when the true difference
+    is 0 (no gain, no loss; sd ``sd``): the least favourable case the claim allows."""
     if n < 2:
         return 0.0
     return decide.power(lambda d: in_distribution_decision(d, np.zeros(n)),
@@ -314,9 +326,13 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                                  claim=f"Under the distractor shift CAIAC succeeds more often than {LABELS[b]}",
                                  evidence=f"{n} seeds, Holm over the two baselines"))  # fmt: skip
     d = in_distribution_decision(get("success_in_caiac"), get("success_in_none"))
-    checks.append(d.to_check(id="in-distribution-on-par", power=equivalence_power(n),
-                             claim=f"In distribution CAIAC matches no augmentation (within ±{EQUIVALENCE_MARGIN} "
-                             "success rate)", evidence=f"{n} seeds"))  # fmt: skip
+    checks.append(d.to_check(id="in-distribution-no-loss", power=noninferiority_power(n),
+                             claim=f"In distribution CAIAC does not lose to no augmentation (success rate not more "
+                             f"than {NONINFERIORITY_MARGIN} below)", evidence=f"{n} seeds"))  # fmt: skip
+    d = in_distribution_equivalence(get("success_in_caiac"), get("success_in_none"))
+    checks.append(d.to_check(id="in-distribution-on-par", decisive=False,
+                             claim=f"In distribution CAIAC is on par with no augmentation (within ±{EQUIVALENCE_MARGIN} "
+                             "success rate; reported only)", evidence=f"{n} seeds"))  # fmt: skip
     d = decide.compare(get("success_in_caiac"), get("success_in_random"), paired=True, alternative="greater",
                        effect_name="in-distribution success-rate difference (CAIAC - random swaps)")  # fmt: skip
     checks.append(d.to_check(id="in-distribution-vs-random", decisive=False,
@@ -333,7 +349,7 @@ REPRODUCTION = Reproduction(
         "Causal action influence from a learned world model detects when the agent acts on an entity; swapping "
         "the entities it does not act on between transitions gives feasible counterfactuals; and an offline "
         "goal-conditioned learner trained on them is more robust to a shift of those entities than without "
-        "augmentation or with random swaps, while matching no augmentation in distribution."
+        "augmentation or with random swaps, without losing to no augmentation in distribution."
     ),
     build_jobs=build_jobs,
     analyze=analyze,
