@@ -37,7 +37,7 @@ CNN = SmallCNN(width=2)
 MAP = np.abs(np.random.default_rng(0).normal(size=(6, 32, 32)))
 SEGMENTS = np.stack([SCENES.mask_a, SCENES.mask_b], 1)
 BAD_IMAGES = [IMAGES[0], IMAGES[:0], np.full_like(IMAGES, np.nan), "images", None]
-BAD_TARGET = [-1, 1.5, True, np.zeros(3, dtype=int), "1"]
+BAD_TARGET = [-1, 1.5, True, np.zeros(3, dtype=int), "1", 2, np.full(6, 5)]  # 2, 5: beyond the 2 classes
 BAD_MAP = [MAP[0], -MAP, np.full_like(MAP, np.nan), "map"]
 BAD_MASK = [SCENES.mask_a[:2], SCENES.mask_a.astype(int), "mask"]
 BAD_POS_INT = [0, -1, 1.5, True, "2", None]
@@ -77,7 +77,7 @@ FUZZ_CASES = [
          invalid={"epochs": BAD_POS_INT, "batch_size": BAD_POS_INT, "lr": [0.0, -1e-3, float("nan"), float("inf"), "1"],
                   "weight_decay": [-1.0, float("nan")], "warmup": [-0.1, 1.5, float("nan")]}),  # fmt: skip
     dict(fn=train_classifier, args=(SmallCNN(width=2), IMAGES, SCENES.labels, TrainConfig(epochs=1)), kwargs={},
-         invalid={"model": ["cnn", None], "images": BAD_IMAGES, "labels": [SCENES.labels[:2], SCENES.labels + 0.5, "y"],
+         invalid={"model": ["cnn", None], "images": BAD_IMAGES, "labels": [SCENES.labels[:2], SCENES.labels + 0.5, "y", SCENES.labels + 2, SCENES.labels - 1],
                   "config": [{"epochs": 1}, 3]}),  # fmt: skip
     dict(fn=predict_logits, args=(CNN, IMAGES), kwargs={}, invalid={"model": [None, "m"], "images": BAD_IMAGES,
                                                                    "batch_size": BAD_POS_INT}),

@@ -62,7 +62,9 @@ def _as_images(images: object, name: str = "images") -> torch.Tensor:
     return x
 
 
-def _as_target(target: object, n: int) -> torch.Tensor:
+def _as_target(target: object, n: int, model: nn.Module | None = None, x: torch.Tensor | None = None) -> torch.Tensor:
+    """The class index of each of ``n`` images; with ``model`` and ``x``, also below the model's output width
+    (one forward pass in eval mode on one image, which neither trains the model nor draws random numbers)."""
     if isinstance(target, bool):
         raise TypeError(f"target must be an int or an int array of shape ({n},), got {target!r}")
     arr = np.asarray(target)
@@ -70,6 +72,11 @@ def _as_target(target: object, n: int) -> torch.Tensor:
         arr = np.full(n, arr)
     if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
         raise ValueError(f"target must be a non-negative int or an int array of shape ({n},), got {arr.dtype} {arr.shape}")
+    if model is not None and x is not None:
+        with torch.no_grad():
+            n_out = int(model(x[:1]).shape[-1])
+        if int(arr.max()) >= n_out:
+            raise ValueError(f"target must be a class index below {n_out} (the model's outputs), got {int(arr.max())}")
     return torch.as_tensor(arr, dtype=torch.long)
 
 
@@ -98,7 +105,7 @@ def grad_cam(
 
     model = _check_model(model)
     x = _as_images(images)
-    t = _as_target(target, x.shape[0])
+    t = _as_target(target, x.shape[0], model, x)
     if layer is None:
         layer = getattr(model, "gradcam_layer", None)
         if layer is None:
@@ -132,7 +139,7 @@ def integrated_gradients(
 
     model = _check_model(model)
     x = _as_images(images)
-    t = _as_target(target, x.shape[0])
+    t = _as_target(target, x.shape[0], model, x)
     n_steps = _check_pos_int("n_steps", n_steps)
     if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
         if not math.isfinite(baseline):
@@ -168,7 +175,7 @@ def occlusion(
 
     model = _check_model(model)
     x = _as_images(images)
-    t = _as_target(target, x.shape[0])
+    t = _as_target(target, x.shape[0], model, x)
     window = _check_pos_int("window", window)
     stride = _check_pos_int("stride", stride)
     if window > min(x.shape[2:]):
@@ -251,7 +258,7 @@ def segment_shapley(
         raise ValueError(f"segments must hold 1 to 10 segments per image (exact enumeration), got {k}")
     if (seg.sum(1) > 1).any():
         raise ValueError("segments must be disjoint")
-    t = _as_target(target, x.shape[0])
+    t = _as_target(target, x.shape[0], model, x)
     batch_size = _check_pos_int("batch_size", batch_size)
     coalitions = tuple(c for r in range(k + 1) for c in combinations(range(k), r))
     seg_t = torch.as_tensor(seg)

@@ -214,6 +214,14 @@ def train_classifier(
     y_np = np.asarray(labels)
     if y_np.shape != (x.shape[0],) or not np.issubdtype(y_np.dtype, np.integer):
         raise ValueError(f"labels must be an int array of shape ({x.shape[0]},), got {y_np.dtype} {y_np.shape}")
+    if (y_np < 0).any():
+        raise ValueError(f"labels must be non-negative class indices, got {int(y_np.min())}")
+    # The output width, from one eval-mode forward pass (no batch-norm update, no random numbers drawn).
+    model.eval()
+    with torch.no_grad():
+        n_out = int(model(x[:1]).shape[-1])
+    if int(y_np.max()) >= n_out:
+        raise ValueError(f"labels must be class indices below {n_out} (the model's outputs), got {int(y_np.max())}")
     y = torch.as_tensor(y_np, dtype=torch.long)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps = config.epochs * math.ceil(len(x) / config.batch_size)
