@@ -55,8 +55,8 @@ _SCALE_CFG = {
     "quick": {"ancestry_epochs": 12, "epochs": 20, "sizes": [[4, 6]],
               "methods": ["random", "peg", "direct", "peg_uniform"], "extra": [], "eval_subset": 250},
     "full": {"ancestry_epochs": 15, "epochs": 20, "sizes": [[2, 3], [4, 6], [6, 9]],
-             "methods": ["random", "peg", "direct", "peg_uniform", "tleg"],
-             "extra": ["ancestry", "peg_random_maps", "peg_released"], "eval_subset": 250},
+             "methods": ["random", "peg", "direct", "tleg"],
+             "extra": ["peg_uniform", "ancestry", "peg_random_maps", "peg_released"], "eval_subset": 250},
 }  # fmt: skip
 ANCESTRY = {"dim": 64, "heads": 4, "depth": 6, "mlp_dim": 256, "lr": 2e-3, "batch_size": 32}
 """The ancestry ViT of the notes (D=64, H=4, L=6, MLP ratio 4); AdamW."""
