@@ -48,7 +48,7 @@ def test_tiny_run_has_every_metric_and_analyzes():
     job = Job("peg-learngene", "descendants", "icml24.vision.peg_learngene.reproduce:run_seed", cfg, 0)
     a = analyze([JobResult(job, "ok", m)], "smoke")
     assert a.verdict == "inconclusive"  # one seed decides nothing
-    assert len(a.tables) == 3
+    assert len(a.tables) == 5
 
 
 @pytest.mark.parametrize("scale", ["smoke", "quick", "full"])

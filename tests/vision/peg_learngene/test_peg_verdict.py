@@ -36,7 +36,7 @@ def _job(seed: int, peg: float, rng: np.random.Generator, *, noise: float = 0.02
             curve = list(np.linspace(early - 0.1, a, 20))
             curve[4] = early
             k = f"{h}x{d}/{method}"
-            m.update({f"{k}/acc": a, f"{k}/acc_early": early, f"{k}/auc": float(np.mean(curve)), f"{k}/curve": curve,
+            m.update({f"{k}/train_seconds": 1.0, f"{k}/acc": a, f"{k}/acc_early": early, f"{k}/auc": float(np.mean(curve)), f"{k}/curve": curve,
                       f"{k}/params": 1000})  # fmt: skip
     return JobResult(Job(SLUG, "descendants", "icml24.vision.peg_learngene.reproduce:run_seed", {}, seed), "ok", m)
 
@@ -95,7 +95,7 @@ def test_sizes_are_averaged_per_seed():
     assert sorted(avg) == [0, 1, 2]
     assert avg[1] == pytest.approx(np.mean([col[f"{s}/peg/acc"][1] for s in ("2x3", "4x6", "6x9")]))
     a = analyze(res, "full")
-    assert len(a.tables) == 4 and a.verdict == "supported"
+    assert len(a.tables) == 7 and a.verdict == "supported"
 
 
 @pytest.mark.parametrize(("scale", "least"), [("quick", 0.5), ("full", 0.8)])
@@ -115,3 +115,11 @@ def test_power_at_the_run_seed_counts(scale, least):
     null = power(rule, sim(0.0), n_sims=300, seed=2)
     assert good.supported >= least, good.describe()
     assert null.supported <= 0.1, null.describe()
+
+
+def test_epochs_to_reach():
+    from icml24.vision.peg_learngene.reproduce import epochs_to_reach
+
+    assert epochs_to_reach([0.1, 0.5, 0.7], 0.5) == 2
+    assert epochs_to_reach([0.1, 0.2], 0.9) == 2
+    assert epochs_to_reach([0.9], 0.5) == 1

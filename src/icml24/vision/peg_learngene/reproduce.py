@@ -14,6 +14,7 @@ optimiser, data order and classifier initialisation (paired by seed).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -96,9 +97,11 @@ def run_seed(config: dict, seed: int) -> dict:
         gen = torch.Generator().manual_seed(seed * 1000 + size[0] * 10 + size[1])
         model = build_descendant(ancestry, spec, method, num_classes=5, generator=gen)
         order = torch.Generator().manual_seed(seed * 7 + 1)
+        start = time.perf_counter()
         curve = train_classifier(model, data["x_train"], data["y_train"], config=tcfg, x_test=xs, y_test=ys,
                                  generator=order)  # fmt: skip
         k = _key(size, method)
+        out[f"{k}/train_seconds"] = time.perf_counter() - start  # wall clock (with the per-epoch evaluations)
         out[f"{k}/acc"] = accuracy(model, data["x_test"], data["y_test"])
         out[f"{k}/acc_early"] = curve[min(EARLY_EPOCH, len(curve)) - 1]
         out[f"{k}/auc"] = float(np.mean(curve))
@@ -136,6 +139,14 @@ def collect_metrics(results: Sequence[JobResult]) -> tuple[dict[str, dict[int, f
             elif isinstance(v, (int, float)):
                 scal.setdefault(k, {})[r.job.seed] = float(v)
     return scal, curves
+
+
+def epochs_to_reach(curve: Sequence[float], target: float) -> int:
+    """The first epoch (1-based) at which ``curve`` reaches ``target``; ``len(curve)`` if it never does."""
+    for i, v in enumerate(curve):
+        if v >= target:
+            return i + 1
+    return len(curve)
 
 
 def _sizes(col: dict) -> list[str]:
@@ -221,6 +232,28 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                             note="Accuracy after 5 epochs and the curve's area (mean accuracy over the 20 epochs) "
                                  "are measured on a fixed 250-image subset of the test set; the final accuracy on "
                                  "all of it."))  # fmt: skip
+    for s in sizes:
+        target = curves.get(f"{s}/random/curve", {})
+        rows = []
+        for m in methods:
+            c = curves.get(f"{s}/{m}/curve", {})
+            seeds = sorted(set(c) & set(target))
+            if not seeds or m == "random":
+                continue
+            ep = [epochs_to_reach(c[k], target[k][-1]) for k in seeds]
+            secs = [col[f"{s}/{m}/train_seconds"][k] / col[f"{s}/random/train_seconds"][k] for k in seeds
+                    if k in col.get(f"{s}/{m}/train_seconds", {}) and k in col.get(f"{s}/random/train_seconds", {})]
+            rows.append([LABELS[m], fmt_mean_std(ep), fmt_mean_std([len(target[k]) / e for k, e in zip(seeds, ep)]),
+                         fmt_mean_std(secs) if secs else "n/a"])  # fmt: skip
+        if rows:
+            h, d = s.split("x")
+            tables.append(Table(f"Convergence, {h} heads and {d} layers: epochs to reach the accuracy random "
+                                "initialisation has after all its epochs (mean ± std over seeds)",
+                                ["initialisation", "epochs to reach it", "speed-up in epochs (vs random)",
+                                 "training wall time / random's (same run, one core)"], rows,
+                                note="A run that never reaches the target counts as needing all its epochs; wall "
+                                     "times are measured side by side in the same job and include the "
+                                     "per-epoch evaluations."))  # fmt: skip
     anc = list(col.get("ancestry_acc", {}).values())
     if anc:
         tables.append(Table("Ancestry (trained on digits 0-4) held-out accuracy", ["ancestry", "accuracy"],
