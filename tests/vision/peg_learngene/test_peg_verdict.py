@@ -98,20 +98,22 @@ def test_sizes_are_averaged_per_seed():
     assert len(a.tables) == 7 and a.verdict == "supported"
 
 
-@pytest.mark.parametrize(("scale", "least"), [("quick", 0.5), ("full", 0.8)])
+@pytest.mark.parametrize(("scale", "least"), [("quick", 0.55), ("full", 0.85)])
 def test_power_at_the_run_seed_counts(scale, least):
-    """The power simulation: at the seed count of each scale, the whole rule says supported in at least ``least``
-    of simulated runs where PEG gains 0.05 over direct and 0.4 over random (per-method per-seed noise 0.03, a
-    pilot's spread), and rarely (<= 10%) when PEG equals direct inheritance."""
+    """The power simulation, at each scale's seed count, with the per-method per-seed spread of the quick run
+    (0.075 accuracy: paired differences of sd ~0.1): the whole rule says supported in at least ``least`` of
+    simulated runs where PEG gains 0.15 over direct inheritance and 0.45 over random, and rarely (<= 10%) when
+    PEG equals direct inheritance. (At 6 seeds a gain of 0.05 is detected in about a quarter of runs, 0.10 in
+    about two thirds: see the README.)"""
     n = DEFAULT_SEEDS[scale]
 
     def sim(gain):
-        return lambda rng: [_job(s, 0.70 + gain, rng, noise=0.03) for s in range(n)]
+        return lambda rng: [_job(s, 0.70 + gain, rng, noise=0.075) for s in range(n)]
 
     def rule(results):  # analyze's decisive checks and its "all" combination, without tables and figures
         return combine(decisive_checks(collect_metrics(results)[0], with_power=False), "all")[0]
 
-    good = power(rule, sim(0.05), n_sims=300, seed=1)
+    good = power(rule, sim(0.15), n_sims=300, seed=1)
     null = power(rule, sim(0.0), n_sims=300, seed=2)
     assert good.supported >= least, good.describe()
     assert null.supported <= 0.1, null.describe()
