@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -243,16 +244,16 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                                    "DP-MAE beats the synthetic-only model ((Syn)-ViP)"))  # fmt: skip
         upper = recipe_check(col, "R4", "R3", "non-private-upper-bound", "Reported: the same training without "
                              "privacy (R4) is better than ViP (R3)")  # fmt: skip
-        checks.append(ClaimCheck(**{**upper.__dict__, "decisive": False}))
+        checks.append(replace(upper, decisive=False))
         syn = recipe_check(col, "R1", "R0", "syn-beats-random", "Reported: synthetic pre-training alone beats a "
                            "random encoder")  # fmt: skip
-        checks.append(ClaimCheck(**{**syn.__dict__, "decisive": False}))
+        checks.append(replace(syn, decisive=False))
     batches, slopes = batch_slopes(col)
     figures = []
     if slopes:
         checks.append(batch_check(slopes))
         brows = [[b, fmt_mean_std(list(col.get(f"sigma/B{b}", {}).values())),
-                  fmt_mean_std(list(col.get(f"mean_batch/B{b}", {}).values()), 1),
+                  fmt_mean_std(list(col.get(f"mean_batch/B{b}", {}).values()), 4),
                   fmt_mean_std(list(col.get(f"epsilon/B{b}", {}).values()), 4),
                   fmt_mean_std(list(col[f"probe/B{b}"].values()))] for b in batches]  # fmt: skip
         tables.append(Table(f"ViP (R3) vs expected batch size at epsilon 8, same number of steps ({n_seeds} seeds; "
