@@ -101,9 +101,11 @@ def test_pessimism_harm_refutes():
     assert c["pessimism-under-coverage-gap"] == "not_supported"
 
 
-def test_noisy_small_effects_are_inconclusive():
+def test_noisy_small_effects_are_inconclusive(monkeypatch):
     """Small effects, 3 seeds, seed sd 0.2: every decisive check is inconclusive in most draws."""
     from collections import Counter
+
+    monkeypatch.setattr(R, "_curves_figure", lambda by, figures: None)  # the verdicts only
 
     counts: Counter = Counter()
     draws = 30
@@ -139,11 +141,11 @@ def _analysis_power(n: int, *, id_ai: float, nid_ai: float, pess: float, sims: i
     return {k: {v: x / sims for v, x in cnt.items()} for k, cnt in counts.items()}
 
 
-@pytest.mark.slow
-def test_power_of_each_decisive_rule_by_simulating_analyze():
+def test_power_of_each_decisive_rule_by_simulating_analyze(monkeypatch):
     """The whole analysis at the full seed count on simulated worlds: the claim's pattern (action inference 0.15
     identifiable, 0 non-identifiable; pessimism 0.1) is detected at about the stated power; with the same action-
     inference gain in both worlds the interaction check is almost never supported."""
+    monkeypatch.setattr(R, "_curves_figure", lambda by, figures: None)  # the verdicts only
     n = R.DEFAULT_SEEDS["full"]
     p = _analysis_power(n, id_ai=R.ASSUMED_ACTION_INFERENCE_GAIN, nid_ai=0.0, pess=R.ASSUMED_PESSIMISM_GAIN)
     assert abs(p["action-inference-gain-depends-on-identifiability"].get("supported", 0) - R.interaction_power(n)) < 0.15
