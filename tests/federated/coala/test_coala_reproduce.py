@@ -131,3 +131,63 @@ def test_simulation_engine_gives_the_in_process_numbers(simulated_and_in_process
     assert set(det_sim) == set(det_local) and "label_iid_accuracy" in det_sim
     for k, v in det_local.items():
         assert det_sim[k] == pytest.approx(v, abs=1e-12), k
+
+
+# ------------------------------------------------------------------------------------------------------
+# Power of each decisive check and of the whole "all" rule at the full scale's seed count, by simulating
+# analyze's own checks (rp.decide_checks + decide.combine) on synthetic per-seed results. The sds are the
+# seed-to-seed sds of the per-seed gaps in the full-scale run the README reports (10 seeds); the README's
+# "Could this have failed?" line quotes the powers asserted here.
+# ------------------------------------------------------------------------------------------------------
+
+FULL_GAP_SD = {"iid-above-dir0.5": 0.040, "dir0.5-above-dir0.1": 0.254, "dir0.5-above-class2": 0.069,
+               "fedbn-above-fedavg": 0.035, "semi-above-server-only": 0.100, "forgetting-positive": 0.045,
+               "kd-reduces-forgetting": 0.129}  # fmt: skip
+"""Seed-to-seed sd of each check's per-seed gap (forgetting-positive: of the forgetting itself)."""
+OF_INTEREST = {cid: (rp.FORGETTING_OF_INTEREST if "forgetting" in cid else rp.EFFECT_OF_INTEREST)
+               for cid in FULL_GAP_SD}  # fmt: skip
+
+
+def _gap_results(effects: dict, sds: dict, n: int, rng: np.random.Generator) -> list[JobResult]:
+    """n seeds whose check gaps are independent normals (effect in the claimed direction, sd as given)."""
+    out = []
+    for s in range(n):
+        g = {cid: effects[cid] + sds[cid] * rng.standard_normal() for cid in sds}
+        m = {"label_dir0.5_accuracy": 0.9, "label_iid_accuracy": 0.9 + g["iid-above-dir0.5"],
+             "label_dir0.1_accuracy": 0.9 - g["dir0.5-above-dir0.1"],
+             "label_class2_accuracy": 0.9 - g["dir0.5-above-class2"],
+             "feature_fedavg_accuracy": 0.7, "feature_fedbn_accuracy": 0.7 + g["fedbn-above-fedavg"],
+             "server_only_accuracy": 0.85, "semi_accuracy": 0.85 + g["semi-above-server-only"],
+             "continual_forgetting": g["forgetting-positive"],
+             "continual_kd_forgetting": g["forgetting-positive"] - g["kd-reduces-forgetting"]}  # fmt: skip
+        job = Job(rp.SLUG, "scenarios", "icml24.federated.coala.reproduce:run_scenarios", {}, s)
+        out.append(JobResult(job, "ok", m))
+    return out
+
+
+def _simulated_power(effects: dict, n: int, n_sims: int, seed: int) -> tuple[dict, float]:
+    """Share of simulated runs in which each check, and the all-rule, says supported."""
+    from icml24.common.decide import combine
+
+    rng = np.random.default_rng(seed)
+    hits = dict.fromkeys(FULL_GAP_SD, 0)
+    all_hits = 0
+    for _ in range(n_sims):
+        checks = rp.decide_checks(_gap_results(effects, FULL_GAP_SD, n, rng))
+        for c in checks:
+            hits[c.id] += c.verdict == "supported"
+        all_hits += combine(checks, "all")[0] == "supported"
+    return {cid: h / n_sims for cid, h in hits.items()}, all_hits / n_sims
+
+
+def test_power_of_each_check_and_of_the_all_rule_at_full_scale():
+    n = rp.DEFAULT_SEEDS["full"]
+    per_check, all_rule = _simulated_power(OF_INTEREST, n, n_sims=300, seed=7)
+    closed = {cid: rp.check_power(OF_INTEREST[cid], FULL_GAP_SD[cid], n, "greater") for cid in FULL_GAP_SD}
+    for cid in FULL_GAP_SD:  # 300 runs: sd of a simulated power <= 0.03
+        assert per_check[cid] == pytest.approx(closed[cid], abs=0.08), (cid, per_check[cid], closed[cid])
+    # Independent gaps: the all-rule's power is the product of the checks' (the README's figure).
+    assert all_rule == pytest.approx(float(np.prod(list(closed.values()))), abs=0.03)
+    # With no effect anywhere the rule never says supported (false support of one check <= alpha).
+    _, null_all = _simulated_power(dict.fromkeys(FULL_GAP_SD, 0.0), n, n_sims=50, seed=8)
+    assert null_all == 0.0
