@@ -107,8 +107,9 @@ def test_jobs_cover_every_variant_and_seed():
     quick = R.build_jobs("quick", None)
     assert {j.config["variant"] for j in quick} == set(R.VARIANTS["quick"])
     assert len(quick) == len(R.VARIANTS["quick"]) * R.DEFAULT_SEEDS["quick"]
-    full = R.build_jobs("full", 2)
-    assert {"libra-discrete", "libra-continuous"} <= {j.config["variant"] for j in full}
+    full = R.build_jobs("full", None)
+    per_variant = {v: sum(j.config["variant"] == v for j in full) for v in R.VARIANTS["full"]}
+    assert all(per_variant[v] == (R.ABLATION_SEEDS if v in R.ABLATIONS else R.DEFAULT_SEEDS["full"]) for v in per_variant)
 
 
 def test_tiny_run_of_every_variant():
