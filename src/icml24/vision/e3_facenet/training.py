@@ -285,8 +285,11 @@ def train_e3facenet(
     tc = train_config
     cond = config.text_dim > 0
     with torch.random.fork_rng():
+        # G's shared modules are built before the enhancers, and D from its own seed, so that variants with and
+        # without SCE (or L_reg) start from the same weights and see the same batches (paired by seed).
         torch.manual_seed(seed)
         G = E3FaceNetGenerator(config=config)
+        torch.manual_seed(seed + 500_009)
         D = TwoLogitDiscriminator(text_dim=config.text_dim)
     ema = copy.deepcopy(G).eval().requires_grad_(False)
     opt_g = torch.optim.Adam(G.parameters(), lr=tc.lr, betas=tc.betas)
