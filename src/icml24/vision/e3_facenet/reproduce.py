@@ -140,8 +140,8 @@ def run_seed(config: dict, seed: int) -> dict:
         "speed/prompts": p,
         "speed/direct_seconds_per_prompt": direct_seconds / p,
         "speed/optimisation_seconds_per_prompt": opt_seconds / p,
-        "speed/ratio": opt_seconds / direct_seconds,
-        "speed/log10_ratio": math.log10(opt_seconds / direct_seconds),
+        "speed/optimisation_time_ratio": opt_seconds / direct_seconds,
+        "speed/log10_time_ratio": math.log10(opt_seconds / direct_seconds),
         "speed/direct_accuracy": direct_acc,
         "speed/optimisation_accuracy": curve[steps],
         "speed/curve_steps": sorted(curve),
@@ -152,10 +152,10 @@ def run_seed(config: dict, seed: int) -> dict:
     if reached:
         tta = float(cum[reached[0] - 1]) + render_seconds
         out["speed/steps_to_direct_accuracy"] = reached[0]
-        out["speed/time_to_accuracy_ratio"] = tta / direct_seconds
+        out["speed/equal_accuracy_time_ratio"] = tta / direct_seconds
     else:  # never reached within the run's steps: the ratio is at least the full run's
         out["speed/steps_to_direct_accuracy"] = float("nan")
-        out["speed/time_to_accuracy_ratio"] = float("nan")
+        out["speed/equal_accuracy_time_ratio"] = float("nan")
     return out
 
 
@@ -233,7 +233,7 @@ def decisive_checks(col: dict[str, dict[int, float]], *, with_power: bool = True
     """The three decisive checks (Holm-corrected at family level 0.05) on per-seed metrics."""
     from icml24.common.decide import compare, compare_to_value, holm, power
 
-    lr = [col["speed/log10_ratio"][s] for s in sorted(col.get("speed/log10_ratio", {}))]
+    lr = [col["speed/log10_time_ratio"][s] for s in sorted(col.get("speed/log10_time_ratio", {}))]
     d_speed = compare_to_value(lr, math.log10(SPEED_BAR), alternative="greater", alpha=ALPHA,
                                effect_name="mean over seeds of log10(optimisation time / direct time) per prompt, "
                                            "five views")  # fmt: skip
@@ -313,7 +313,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                     effect_name=f"mean paired difference in {name} (with {who} - without)")  # fmt: skip
         reported.append(d.to_check(id=f"{factor}-{metric.replace('_', '-')}", decisive=False,
                                    claim=f"{who} {'lowers' if alt == 'less' else 'raises'} the {name}"))  # fmt: skip
-    tta = [v for v in col.get("speed/time_to_accuracy_ratio", {}).values() if math.isfinite(v)]
+    tta = [v for v in col.get("speed/equal_accuracy_time_ratio", {}).values() if math.isfinite(v)]
     if tta:
         d = compare_to_value([math.log10(v) for v in tta], 2.0, alternative="greater", alpha=ALPHA,
                              effect_name="mean log10(optimisation time to the direct method's accuracy / direct time)")  # fmt: skip
@@ -321,17 +321,17 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                                    claim="At equal attribute accuracy, direct generation is still at least 100x faster"))  # fmt: skip
     checks.extend(reported)
 
-    if "speed/ratio" in col:
-        s = sorted(col["speed/ratio"])
+    if "speed/optimisation_time_ratio" in col:
+        s = sorted(col["speed/optimisation_time_ratio"])
         steps = lists.get("speed/curve_steps", {})
         last = int(steps[s[0]][-1]) if steps else 200
         rows = [[f"direct generation ({LABELS['full']})", _cell(col, "speed/direct_seconds_per_prompt", 3), "1",
                  _cell(col, "speed/direct_accuracy"), "0"],
                 [f"optimisation baseline ({last} Adam steps on w, base synthesis)",
-                 _cell(col, "speed/optimisation_seconds_per_prompt", 3), _cell(col, "speed/ratio", 3),
+                 _cell(col, "speed/optimisation_seconds_per_prompt", 3), _cell(col, "speed/optimisation_time_ratio", 3),
                  _cell(col, "speed/optimisation_accuracy"), str(last)],
                 ["optimisation, stopped at the direct method's accuracy", "",
-                 _cell(col, "speed/time_to_accuracy_ratio", 3), "", _cell(col, "speed/steps_to_direct_accuracy", 2)]]  # fmt: skip
+                 _cell(col, "speed/equal_accuracy_time_ratio", 3), "", _cell(col, "speed/steps_to_direct_accuracy", 2)]]  # fmt: skip
         tables.append(Table("Five-view generation per prompt, side by side in one job (mean ± std over seeds)",
                             ["method", "seconds per prompt (5 views)", "time / direct time",
                              "five-view attribute accuracy", "optimisation steps"], rows,
@@ -364,7 +364,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         c = dec.get(cid)
         return "n/a" if c is None or c.effect is None else f"{c.effect:+.4f} ({c.verdict})"
 
-    ratio = col.get("speed/ratio", {})
+    ratio = col.get("speed/optimisation_time_ratio", {})
     summary = (f"Scale {scale}, {len(col.get('speed/ratio', {}))} seed(s). Direct generation vs optimisation: "
                f"{np.mean(list(ratio.values())) if ratio else float('nan'):.0f}x faster per prompt "
                f"({dec['speed-orders-of-magnitude'].verdict if 'speed-orders-of-magnitude' in dec else 'n/a'}); "
@@ -380,7 +380,7 @@ REPRODUCTION = Reproduction(
            "alignment."),
     build_jobs=build_jobs,
     analyze=analyze,
-    required_metrics={"variants": ("speed/log10_ratio", "speed/ratio")},
+    required_metrics={"variants": ("speed/log10_time_ratio", "speed/optimisation_time_ratio")},
     deviations=(
         "Data: procedural toy faces (ray-cast ellipsoid heads with hair colour, glasses, smile and skin tone, yaw in "
         "[-0.3, 0.3], no pitch) at 16x16 with template captions, instead of MM-CelebA-HQ/CelebAText-HQ photographs "
