@@ -117,13 +117,13 @@ def test_main_effect_averages_the_factorial_pairs():
     assert y2 == pytest.approx([two["base/reprojection_error"][s] for s in range(3)])
 
 
-@pytest.mark.parametrize(("scale", "least"), [("quick", 0.0), ("full", 0.6)])
-def test_power_at_the_run_seed_counts(scale, least):
+@pytest.mark.parametrize(("scale", "least", "most"), [("quick", 0.0, 0.5), ("full", 0.6, 1.0)])
+def test_power_at_the_run_seed_counts(scale, least, most):
     """The whole rule, simulated at each scale's seed count with the per-seed spreads of our runs (reprojection
     error sd 0.003 per variant, accuracy sd 0.02 per variant, log10 speed ratio sd 0.05): it says supported in at
     least ``least`` of the runs where all three effects are of the assumed size (L_reg -0.006, SCE +0.04, speed
-    300x), and rarely (<= 10%) when SCE has no effect. At quick's 2 seeds the rule has almost no power (a
-    low-power look, as the README says)."""
+    300x), and rarely (<= 10%) when SCE has no effect. At quick's 2 seeds the rule has little power (at most
+    ``most``: a low-power look, as the README says)."""
     n = DEFAULT_SEEDS[scale]
 
     def sim(sce):
@@ -134,5 +134,5 @@ def test_power_at_the_run_seed_counts(scale, least):
 
     good = power(rule, sim(0.04), n_sims=200, seed=1)
     null = power(rule, sim(0.0), n_sims=200, seed=2)
-    assert good.supported >= least, good.describe()
+    assert least <= good.supported <= most, good.describe()
     assert null.supported <= 0.1, null.describe()
