@@ -10,8 +10,9 @@ bound PPO's slope in N at 20 seeds). The rule (``analyze``): first show that PPO
 slope of its rate in log2 N is shown below ``SATURATION_MARGIN`` per doubling); only then compare SAPG with
 PPO at the largest N (one-sided Welch test; ``not_supported`` needs SAPG shown worse, or shown equal within
 ``EQUIVALENCE_MARGIN`` by a TOST). Without shown saturation the verdict is ``inconclusive`` whatever the
-comparison says. Controls: PPO with an entropy bonus, PPO with one more epoch (as many Adam steps per iteration
-as SAPG), SAPG without off-policy data; negative control: the dense-reward pendulum.
+comparison says. Controls (``PLANS[scale]["controls"]``): PPO with an entropy bonus, PPO with one more epoch (as
+many Adam steps per iteration as SAPG), SAPG without off-policy data; negative control: the dense-reward pendulum.
+The full scale's N grid (512, 2048, 8192) was chosen on a PPO-only pilot of its own PPO jobs (see README).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from icml24.common.experiment import (
 SLUG = "sapg"
 FN_POINT_MASS = "icml24.rl.sapg.reproduce:run_point_mass"
 FN_PENDULUM = "icml24.rl.sapg.reproduce:run_pendulum"
-DEFAULT_SEEDS = {"smoke": 1, "quick": 4, "full": 20, "gpu": 32}
+DEFAULT_SEEDS = {"smoke": 1, "quick": 4, "full": 8, "gpu": 32}
 METRIC = "success_rate"
 """The verdict's metric: the leader's goal-reaching rate on fresh envs, the mean over the tasks of the share of
 evaluation episodes that reach their goal (the paper reports successes per episode)."""
@@ -70,9 +71,8 @@ PLANS: dict[str, dict[str, Any]] = {
               "controls": [], "control_seeds": 0, "pendulum": (32, 1, 1)},
     "quick": {"block": 128, "ppo_ns": [128, 512], "sapg_ns": [512], "iterations": 40, "eval_envs": 128,
               "controls": [], "control_seeds": 0, "pendulum": None},
-    "full": {"block": 512, "ppo_ns": [128, 512, 2048], "sapg_ns": [1024, 2048], "iterations": 40,
-             "eval_envs": 256, "controls": ["ppo_entropy", "ppo_more_epochs", "sapg_no_offpolicy"],
-             "control_seeds": 10, "pendulum": (512, 60, 4)},
+    "full": {"block": 2048, "ppo_ns": [512, 2048, 8192], "sapg_ns": [8192], "iterations": 40,
+             "eval_envs": 256, "controls": ["ppo_more_epochs"], "control_seeds": 3, "pendulum": None},
     "gpu": {"block": 4096, "ppo_ns": [1024, 4096, 16384], "sapg_ns": [8192, 16384], "iterations": 60,
             "eval_envs": 1024, "controls": ["ppo_entropy", "ppo_more_epochs", "sapg_no_offpolicy"],
             "control_seeds": 16, "pendulum": (4096, 100, 8)},
@@ -480,7 +480,10 @@ REPRODUCTION = Reproduction(
         "shown as a one-hot) instead of Isaac Gym dexterous manipulation; 2k-33k env steps per iteration instead "
         "of ~400k; 40 iterations instead of ~2e10 samples.",
         "MLP actor and critic (64, 64) without a shared trunk; no LSTM.",
-        "Fixed block size B = 512 at full (M = 2 and 4 blocks) instead of M = 6 blocks of 4096.",
+        "Fixed block size B = 2048 at full (M = 4 blocks at N = 8192) instead of M = 6 blocks of 4096.",
+        "Full scale: PPO at N = 512, 2048, 8192 (8 seeds), SAPG at N = 8192 only; one control (PPO with 6 "
+        "epochs, SAPG's Adam steps, 3 seeds); the entropy-PPO and split-only controls and the pendulum ran only "
+        "in the previous revision's full grid (N <= 2048, see README).",
         "Per-block entropy scale 0.05 (paper: 0.005 or none): 0.005 had no effect in the 40-iteration pilot.",
         "Metric: the leader's goal-reaching rate per seed, averaged over the four tasks (paper: successes per "
         "episode); the verdict is gated on PPO's saturation being shown on the N grid.",
