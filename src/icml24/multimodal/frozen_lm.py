@@ -107,6 +107,8 @@ class SceneLMConfig:
 
 def scene_tokenizer(scenes: SceneConfig | None = None) -> WordTokenizer:
     """A :class:`WordTokenizer` over every word of the scene world's captions, questions and answers."""
+    if scenes is not None and not isinstance(scenes, SceneConfig):
+        raise TypeError(f"scenes must be a SceneConfig or None, got {type(scenes).__name__}")
     return WordTokenizer(scene_vocabulary(scenes))
 
 
@@ -123,6 +125,7 @@ def scene_lm_documents(batch: SceneBatch, seed: int = 0) -> list[str]:
     ``"question answer"`` alone (the answer prior a text-only model can learn)."""
     if not isinstance(batch, SceneBatch):
         raise TypeError(f"batch must be a SceneBatch, got {type(batch).__name__}")
+    _check_int("seed", seed, low=0)
     u = np.random.default_rng(seed).random(len(batch))
     docs = []
     for i in range(len(batch)):

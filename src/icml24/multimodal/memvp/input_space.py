@@ -120,6 +120,8 @@ class InputSpacePrompting(nn.Module):
         if features.dim() != 3 or features.shape[0] != batch_size or features.shape[2] != self.config.feature_dim:
             raise ValueError(f"features must have shape ({batch_size}, n, {self.config.feature_dim}), "
                              f"got {tuple(features.shape)}")  # fmt: skip
+        if not bool(torch.isfinite(features).all()):
+            raise ValueError("features must be finite (no NaN or inf)")
         return self.projector(features)
 
     def _step(self, input_ids: torch.Tensor, features: torch.Tensor | None, attention_mask: torch.Tensor | None,

@@ -228,12 +228,14 @@ class MemVP(nn.Module):
         if features.dim() != 3 or features.shape[0] != batch_size or features.shape[2] != self.config.feature_dim:
             raise ValueError(f"features must have shape ({batch_size}, n, {self.config.feature_dim}), "
                              f"got {tuple(features.shape)}")  # fmt: skip
+        if not bool(torch.isfinite(features).all()):
+            raise ValueError("features must be finite (no NaN or inf)")
         n = features.shape[1]
         if n > m:
             raise ValueError(f"features hold {n} patches but the memory has only num_slots={m} slots")
         z = self.config.feature_scale * self.projector(features.to(ref.dtype))
         if image_present is not None:
-            if not isinstance(image_present, torch.Tensor) or image_present.shape != (batch_size,):
+            if not isinstance(image_present, torch.Tensor) or tuple(image_present.shape) != (batch_size,):
                 raise ValueError(f"image_present must be a tensor of shape ({batch_size},), "
                                  f"got {getattr(image_present, 'shape', image_present)!r}")  # fmt: skip
             z = z * image_present.to(z.dtype).view(-1, 1, 1)

@@ -110,6 +110,7 @@ def make_vqa_data(batch: SceneBatch, tokenizer: WordTokenizer, encoder: nn.Modul
         raise TypeError(f"tokenizer must be a WordTokenizer, got {type(tokenizer).__name__}")
     if encoder is not None and not callable(encoder):
         raise TypeError(f"encoder must be callable (images -> features) or None, got {type(encoder).__name__}")
+    _check_count("chunk", chunk)
     texts = [f"{qa_prompt(q)} {a}" for q, a in zip(batch.questions, batch.answers, strict=True)]
     ids, mask = tokenizer.batch(texts, bos=True)
     answer_pos = mask.sum(1) - 2
@@ -120,6 +121,21 @@ def make_vqa_data(batch: SceneBatch, tokenizer: WordTokenizer, encoder: nn.Modul
         images = torch.from_numpy(batch.images)
         feats = torch.cat([encoder(images[i:i + chunk]) for i in range(0, len(texts), chunk)])
     return VQAData(ids, mask, answer_pos, answer_id, feats, list(batch.question_types))
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (MemVP or InputSpacePrompting), got {type(model).__name__}")
+
+
+def _check_count(name: str, value: object, low: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def _check_ids(name: str, value: object) -> None:
+    if not isinstance(value, torch.Tensor) or value.dtype not in (torch.int64, torch.int32) or value.dim() != 2:
+        raise TypeError(f"{name} must be an integer tensor of shape (batch, seq)")
 
 
 def _features(data: VQAData, use_images: bool) -> torch.Tensor | None:
@@ -133,10 +149,14 @@ def finetune_vqa(model: nn.Module, data: VQAData, config: FineTuneConfig, *, see
     ``model(input_ids, features, attention_mask=...)`` gives logits; ``use_images=False`` trains the
     text-only model (features ``None``).
     """
+    _check_model(model)
     if not isinstance(config, FineTuneConfig):
         raise TypeError(f"config must be a FineTuneConfig, got {type(config).__name__}")
     if not isinstance(data, VQAData):
         raise TypeError(f"data must be a VQAData, got {type(data).__name__}")
+    _check_count("seed", seed, low=0)
+    if not isinstance(use_images, bool):
+        raise TypeError(f"use_images must be True or False, got {use_images!r}")
 
     def sample(gen: torch.Generator):
         part = data.rows(torch.randint(0, len(data), (config.batch_size,), generator=gen))
@@ -155,8 +175,10 @@ def finetune_vqa(model: nn.Module, data: VQAData, config: FineTuneConfig, *, see
 @torch.no_grad()
 def evaluate_vqa(model: nn.Module, data: VQAData, *, use_images: bool = True, batch_size: int = 256) -> dict[str, float]:
     """Exact-match answer accuracy overall and per question type (``acc``, ``acc/colour``, ...)."""
+    _check_model(model)
     if not isinstance(data, VQAData):
         raise TypeError(f"data must be a VQAData, got {type(data).__name__}")
+    _check_count("batch_size", batch_size)
     was = model.training
     model.eval()
     correct = []
@@ -188,6 +210,11 @@ def _median_time(fn: Callable[[], object], repeats: int) -> float:
 def time_train_step(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                     features: torch.Tensor | None, labels: torch.Tensor, *, repeats: int = 5) -> float:  # fmt: skip
     """Median seconds of one training step (forward, answer loss, backward, AdamW step) over ``repeats``."""
+    _check_model(model)
+    _check_ids("input_ids", input_ids)
+    _check_count("repeats", repeats)
+    if not isinstance(labels, torch.Tensor) or labels.shape != input_ids.shape:
+        raise ValueError(f"labels must be a tensor of the shape of input_ids {tuple(input_ids.shape)}")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-6)
     model.train()
@@ -205,6 +232,10 @@ def time_train_step(model: nn.Module, input_ids: torch.Tensor, attention_mask: t
 def time_generation(model: nn.Module, input_ids: torch.Tensor, features: torch.Tensor | None, *,
                     max_new_tokens: int = 4, repeats: int = 5) -> float:  # fmt: skip
     """Median seconds of greedy generation of ``max_new_tokens`` tokens (prompt + cached decoding)."""
+    _check_model(model)
+    _check_ids("input_ids", input_ids)
+    _check_count("max_new_tokens", max_new_tokens)
+    _check_count("repeats", repeats)
     model.generate(input_ids, features, max_new_tokens=max_new_tokens)  # warm-up
     return _median_time(lambda: model.generate(input_ids, features, max_new_tokens=max_new_tokens), repeats)
 
