@@ -10,7 +10,7 @@ Setting. Accuracy: the frozen tiny Llama-style LM of :mod:`icml24.multimodal.fro
 on scene text only, and the frozen tiny ViT pre-trained on per-cell attributes (16 patch features of width
 48); three variants trained for the same steps on the same batches: the text-only model (LoRA r = 4 on q, v;
 no image), input-space prompting (projector + the same LoRA, n = 16 prepended tokens) and MemVP (projector,
-P, E; m = 20 slots, s = 0.1); at full scale also the ablations without P and without E (3 seeds).
+P, E; m = 20 slots, s = 0.1); at full scale also the ablations without P and without E (2 seeds).
 Cost: for n in {16, 64, 256} (m = 1.25 n slots, the paper's 320 / 256), the measured seconds of one
 training step and of generating 4 tokens, in interleaved rounds, with analytic FLOPs; on the tiny LM (quick)
 and on the real SmolLM2-135M (full; frozen, bundled GGUF), whose FFN width 1536 puts m ≪ D as in LLaMA.
@@ -85,12 +85,12 @@ _SCALE_CFG = {
               "ablations": [], "ablation_seeds": 0,
               "cost": [{"backend": "tiny", "n_grid": [16, 64, 256], "batch": 32, "gen_batch": 8, "rounds": 2,
                         "repeats": 3}], "cost_seeds": 3},
-    "full": {"lm_steps": 300, "enc_steps": 300, "ft_steps": 800, "n_train": 4096, "n_test": 1024,
-             "ablations": ["memvp_no_p", "memvp_no_e"], "ablation_seeds": 3,
+    "full": {"lm_steps": 300, "enc_steps": 300, "ft_steps": 700, "n_train": 4096, "n_test": 1024,
+             "ablations": ["memvp_no_p", "memvp_no_e"], "ablation_seeds": 2,
              "cost": [{"backend": "tiny", "n_grid": [16, 64, 256], "batch": 32, "gen_batch": 8, "rounds": 2,
                        "repeats": 3},
                       {"backend": "smollm2", "n_grid": [16, 64, 256], "batch": 1, "gen_batch": 1, "rounds": 1,
-                       "repeats": 2}], "cost_seeds": 3},
+                       "repeats": 1}], "cost_seeds": 3},
 }  # fmt: skip
 """Per scale: LM / encoder pre-training steps, fine-tuning steps (batch 32, lr 1e-2 for every variant),
 train / test questions, the ablations and how many seeds run them (their MemVP partner is the accuracy job
@@ -521,7 +521,7 @@ REPRODUCTION = Reproduction(
         "q and v via peft, standing in for LLaVA / LaVIN / VL-Adapter / VL-PET; the text-only lower bound is the "
         "same LoRA without the image. No LLaMA-Adapter, LaVIN, VL-PET, full fine-tuning or BART/T5 comparisons.",
         "Optimisation: AdamW lr 1e-2 (warm-up 10%, cosine, weight decay 0.02, batch 32) for every variant and the "
-        "same batches, 400 steps (quick) / 800 (full), instead of 20 epochs at base lr 9e-3 on 8 GPUs.",
+        "same batches, 400 steps (quick) / 700 (full), instead of 20 epochs at base lr 9e-3 on 8 GPUs.",
         "Cost: measured on one CPU thread (shared 2-core machine) with synthetic features and prompts of 9 tokens, "
         "training batch 32 (tiny LM) or 1 (SmolLM2-135M, full scale; frozen, from the bundled Q4_1 GGUF "
         "dequantised to float32), generating 4 tokens with a KV cache; the tiny LM's cost study uses its shape "
