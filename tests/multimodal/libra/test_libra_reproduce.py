@@ -122,3 +122,21 @@ def test_tiny_run_of_every_variant():
             assert not out["lm_unchanged"] and out["text_loss_change"] != 0
         else:
             assert out["lm_unchanged"] and out["text_loss_change"] == 0.0
+
+
+def test_llava_projector_is_sized_to_libra_trainable_count():
+    import copy
+
+    import torch
+
+    from icml24.language import TransformerConfig, TransformerLM
+    from icml24.multimodal.libra import LibraConfig, LibraModel
+
+    torch.manual_seed(0)
+    lm = TransformerLM(TransformerConfig(vocab_size=30, d_model=32, n_layers=2, n_heads=2, max_seq_len=40))
+    cfg = LibraConfig(codebook_size=8, feature_dim=12, max_vision_tokens=5)
+    target = LibraModel(copy.deepcopy(lm), config=cfg).num_parameters(trainable_only=True)
+    llava = R.build_model("llava", copy.deepcopy(lm), cfg, match_parameters=target)
+    assert abs(llava.num_parameters(trainable_only=True) - target) <= 2 * 32 + 1
+    ft = R.build_model("full-ft", copy.deepcopy(lm), cfg, match_parameters=target)
+    assert ft.num_parameters(trainable_only=True) == llava.num_parameters(trainable_only=True) + lm.num_parameters()
