@@ -174,3 +174,22 @@ def test_shape_rejects_bad_sizes():
         ObjectShape("box", (0.1, 0.1))
     with pytest.raises(ValueError, match="size"):
         ObjectShape("cylinder", (-0.1, 0.1))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.kind)
+def test_batched_pose_metrics_match_the_brute_force_metrics(shape):
+    rng = np.random.default_rng(4)
+    n = 70  # more than one chunk of the batched ADD-S
+    rg = Rotation.random(n, random_state=4).as_matrix()
+    tg = rng.normal(size=(n, 3)) * 0.01 + np.array([0, 0, 0.25])
+    r = Rotation.random(n, random_state=5).as_matrix()
+    t = tg + 0.005 * rng.normal(size=(n, 3))
+    m = pose_metrics(shape, r, t, rg, tg, model_points=120)
+    pts = shape.surface_points(120, seed=12345)
+    for i in (0, 33, 69):
+        assert m["add"][i] == pytest.approx(add_distance(pts, r[i], t[i], rg[i], tg[i]), rel=1e-9)
+        assert m["adds"][i] == pytest.approx(adds_distance(pts, r[i], t[i], rg[i], tg[i]), rel=1e-7)
+        assert m["trans_err"][i] == pytest.approx(translation_error(t[i], tg[i]))
+        if shape.kind != "cylinder":
+            best = min(rotation_error_deg(r[i], rg[i] @ s) for s in shape.symmetries())
+            assert m["rot_err_deg"][i] == pytest.approx(best, abs=1e-6)

@@ -333,8 +333,11 @@ def pose_metrics(shape: ObjectShape, rotations: np.ndarray, translations: np.nda
     est = np.einsum("nij,pj->npi", r, pts) + t[:, None, :]
     gt = np.einsum("nij,pj->npi", rg, pts) + tg[:, None, :]
     add = np.linalg.norm(est - gt, axis=2).mean(axis=1)
-    d2 = ((gt[:, :, None, :] - est[:, None, :, :]) ** 2).sum(-1)
-    adds = np.sqrt(d2.min(axis=2)).mean(axis=1)
+    adds = np.empty(r.shape[0])
+    for i in range(0, r.shape[0], 64):
+        g, e = gt[i: i + 64] - tg[i: i + 64, None], est[i: i + 64] - tg[i: i + 64, None]  # centred: no cancellation
+        d2 = (g**2).sum(-1)[:, :, None] + (e**2).sum(-1)[:, None, :] - 2 * np.einsum("npi,nqi->npq", g, e)
+        adds[i: i + 64] = np.sqrt(np.maximum(d2.min(axis=2), 0.0)).mean(axis=1)
     syms = shape.symmetries()
     if shape.kind == "cylinder":
         # the spin about the axis is free: the angle between the axes, modulo the flip.
