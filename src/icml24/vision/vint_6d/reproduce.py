@@ -52,7 +52,7 @@ DEFAULT_SEEDS = {"smoke": 1, "quick": 4, "full": 4}
 _SCALE_CFG = {
     "smoke": {"objects": ["cylinder"], "n_train": 120, "n_test": 20, "epochs": 2, "steps": 80},
     "quick": {"objects": ["cylinder"], "n_train": 1000, "n_test": 150, "epochs": 15, "steps": 200},
-    "full": {"objects": ["cylinder", "box", "ellipsoid"], "n_train": 1200, "n_test": 150, "epochs": 18, "steps": 200},
+    "full": {"objects": ["cylinder", "box", "ellipsoid"], "n_train": 1000, "n_test": 150, "epochs": 15, "steps": 200},
 }
 TRAIN = {"batch_size": 64, "lr": 5e-3}
 """Adam with cosine decay for every variant."""
