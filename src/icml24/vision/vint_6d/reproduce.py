@@ -392,7 +392,7 @@ REPRODUCTION = Reproduction(
     required_metrics={"pose": ("fusion/train_seconds", "vision/train_seconds", "touch/train_seconds")},
     deviations=(
         "Data: VinT-mini, a MuJoCo miniature (3-finger hand of 2-link capsule fingers, gravity off, the object on a "
-        "mocap body, about 3.5 contacts per grasp), not the paper's 2M VinT-Sim / 0.1M VinT-Real samples; one "
+        "mocap body, about 3.4 contacts per grasp), not the paper's 2M VinT-Sim / 0.1M VinT-Real samples; one "
         "object (a can-like cylinder) at quick, three primitives (cylinder, box, ellipsoid) at full; no real data, "
         "no Sim+Real training.",
         "Vision is depth only, ray-cast at 32 x 32 pixels with 1.5 mm Gaussian noise and 10% pixel holes; no RGB, no "
@@ -406,7 +406,7 @@ REPRODUCTION = Reproduction(
         "Mini VinT-Net: one-layer PointNets (3 -> 32 -> 64) instead of PointNet++ and a CNN, a 3-layer MLP head, "
         "mean-shift voting from the mean, K = 4 axis keypoints (cylinder) / 8 corners (box) / 6 axis tips "
         "(ellipsoid) plus the centre; no segmentation head; symmetric objects trained with a loss minimised over "
-        "their symmetries; Adam 5e-3, 20-25 epochs, batch 64.",
+        "their symmetries; Adam 5e-3, 15 epochs, batch 64.",
         "Every primitive is symmetric, so ADD(S) is ADD-S throughout (the paper uses ADD for asymmetric objects).",
         "The effect sizes for the power analysis are the paper's tomato-can numbers as quoted by 2nd-hand summaries "
         "(the PMLR full text was not available to us).",
