@@ -54,6 +54,12 @@ def test_sample_arrays_are_consistent(samples):
                                np.broadcast_to(np.eye(3), (n, 3, 3)), atol=1e-5)  # fmt: skip
     item = VintMiniDataset(samples)[0]
     assert item["vision_points"].shape == (CFG.vision_points, 3)
+    assert len(VintMiniDataset(samples)) == n
+    sub = samples.subset(np.flatnonzero(samples.grasp_id == 2))
+    assert len(sub) == 3 and sorted(np.round(sub.occlusion_target.astype(float), 2).tolist()) == [0.2, 0.35, 0.5]
+    # the three renders of one grasp share its touch, proprioception and pose; their measured occlusion grows
+    np.testing.assert_array_equal(sub.tactile_points[0], sub.tactile_points[2])
+    assert sub.occlusion[0] <= sub.occlusion[1] <= sub.occlusion[2]
 
 
 def test_tactile_and_depth_points_lie_near_the_object_surface(samples):

@@ -107,11 +107,14 @@ def test_three_objects_are_averaged_per_seed():
 @pytest.mark.parametrize("scale", ["quick", "full"])
 def test_power_of_the_rule_at_the_runs_seed_count(scale):
     """The paper's effect (gain 1.45 AUC points at 20% occlusion growing 0.23 per unit occlusion) with the spread
-    of the quick run (per-seed std of the level-averaged gain ~0.02, per-level noise ~0.02): both checks have power
-    >= 0.8 at the run's seed count; with no effect, the rule says supported at most ~alpha of the time."""
+    the quick run measured (std over seeds of the level-averaged gain 0.025, per-level residual std 0.027): power
+    >= 0.85 for the gain and >= 0.9 for the trend at the run's 4 seeds (README: 0.92 and 0.98 by 400 simulations);
+    at 2 seeds the gain's power collapses (a t-test on one degree of freedom at Holm's 0.025)."""
     n = DEFAULT_SEEDS[scale]
-    p_main, p_trend = rule_power(n, len(LEVELS), 0.02, 0.02, n_sims=300)
-    assert p_main >= 0.8 and p_trend >= 0.8, (p_main, p_trend)
+    p_main, p_trend = rule_power(n, len(LEVELS), 0.025, 0.027, n_sims=300)
+    assert p_main >= 0.85 and p_trend >= 0.9, (p_main, p_trend)
+    p_main2, _ = rule_power(2, len(LEVELS), 0.025, 0.027, n_sims=300)
+    assert p_main2 < 0.5
 
 
 def test_false_support_rate_without_an_effect():
