@@ -173,6 +173,9 @@ def test_every_exported_fit_predict_class_is_a_sklearn_estimator():
 
 
 NOT_SKLEARN_ESTIMATORS = {
+    "PatchTokenizer": "libra's residual k-means codebooks over per-position visual features: fit and transform "
+    "take a (images, positions, width) tensor and return (images, positions, codebooks) codes, one code per visual "
+    "token, not scikit-learn's 2-D X contract; the k-means itself is scikit-learn's KMeans",
     "ArithmeticLM": "a small transformer language model trained on (a, b) operand pairs whose predict returns "
     "generated answer strings: fit/predict name its training and decoding, not scikit-learn's X, y contract",
     "LoRAArithmetic": "LoRA fine-tuning of a pretrained causal LM (SmolLM2) on (a, b) operand pairs; predict "
