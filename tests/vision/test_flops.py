@@ -84,3 +84,49 @@ def test_counter_accumulates_and_resets():
 def test_bad_fn():
     with pytest.raises(TypeError, match="fn"):
         count_flops(3)
+
+
+def test_grouped_query_sdpa_counts_each_query_head():
+    # 9 query heads share 3 key/value heads (SmolLM2-135M's layout): one L × S map per query head
+    b, hq, hkv, L, S, E, Ev = 2, 9, 3, 5, 7, 8, 6
+    q, k, v = torch.randn(b, hq, L, E), torch.randn(b, hkv, S, E), torch.randn(b, hkv, S, Ev)
+    closed = 2 * b * hq * L * S * (E + Ev)
+    sdpa = F.scaled_dot_product_attention
+    assert count_flops(sdpa, q, k, v, enable_gqa=True) == closed
+    assert count_flops(sdpa, q, k, v, None, 0.0, True, enable_gqa=True, scale=0.3) == closed  # mask/causal positional
+    assert count_flops(sdpa, query=q, key=k, value=v, attn_mask=None, enable_gqa=True) == closed
+    assert count_flops(sdpa, q, key=k, value=v, enable_gqa=True) == closed
+    # the same products with k and v repeated to q's head count, as eager attention does
+    assert count_flops(sdpa, q, k.repeat_interleave(3, 1), v.repeat_interleave(3, 1)) == closed
+    # batch broadcasting (q's batch 1 against k's 3): one map per output row
+    q1, k3 = torch.randn(1, 4, L, E), torch.randn(3, 4, S, E)
+    assert count_flops(sdpa, q1, k3, k3) == 2 * 3 * 4 * L * S * (2 * E)
+
+
+def test_grouped_query_heads_without_enable_gqa_raise_torchs_error():
+    # mismatched head counts without enable_gqa are torch's error, raised unchanged (nothing counted)
+    q, k = torch.randn(1, 9, 5, 8), torch.randn(1, 3, 7, 8)
+    with MatmulFlopCounter() as c, pytest.raises(RuntimeError, match="size of tensor"):
+        F.scaled_dot_product_attention(q, k, k)
+    assert c.total == 0
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_llama_gqa_sdpa_counts_as_eager(with_mask):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=40, hidden_size=48, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=32)  # fmt: skip
+    torch.manual_seed(0)
+    ids = torch.randint(0, 40, (2, 9))
+    kwargs = {"attention_mask": torch.ones_like(ids)} if with_mask else {}
+    totals = {}
+    for impl in ("sdpa", "eager"):
+        config._attn_implementation = impl
+        model = transformers.LlamaForCausalLM(config).eval()
+        with torch.no_grad(), MatmulFlopCounter() as c:
+            model(ids, **kwargs)
+        totals[impl] = c
+    assert totals["sdpa"].by_op["sdpa"] > 0 and totals["eager"].by_op["sdpa"] == 0  # the two paths did differ
+    assert totals["sdpa"].total == totals["eager"].total
+    # per layer: QKᵀ and AV over 6 query heads of dim 8, L = S = 9
+    assert totals["sdpa"].by_op["sdpa"] == 2 * (2 * 2 * 6 * 9 * 9 * (8 + 8))

@@ -60,9 +60,17 @@ def _einsum_flops(equation: str, operands: tuple[torch.Tensor, ...]) -> int | No
     return 2 * math.prod(sizes.values())
 
 
-def _sdpa_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> int:
-    # QKᵀ then (attention) V: 2·B·L·S·E + 2·B·L·S·Ev
-    batch = math.prod(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
+def _sdpa_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> int:
+    """``2 · B · L · S · (E + Ev)``: QKᵀ (``2·B·L·S·E``) then (attention) V (``2·B·L·S·Ev``).
+
+    ``B`` is the number of attention maps, one per query head: the product of the output's leading dims,
+    which is q's leading dims broadcast against k's and v's. Under grouped-query attention
+    (``enable_gqa=True``, e.g. 9 query heads sharing 3 key/value heads) k and v have fewer heads than q,
+    yet every query head still multiplies its own ``L × S`` map, the same products as the eager path that
+    repeats k and v to q's head count; reading ``B`` off the output covers that and every other argument
+    layout (``enable_gqa`` as a keyword or positionally) without parsing the flags.
+    """
+    batch = math.prod(out.shape[:-2])
     return 2 * batch * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
 
 
@@ -125,7 +133,7 @@ class MatmulFlopCounter(TorchFunctionMode):
                 self.by_op["einsum"] += flops
         elif func is F.scaled_dot_product_attention:
             q, k, v = (args + tuple(kwargs[n] for n in ("query", "key", "value")[len(args):]))[:3]
-            self.by_op["sdpa"] += _sdpa_flops(q, k, v)
+            self.by_op["sdpa"] += _sdpa_flops(q, k, v, out)
         return out
 
 
