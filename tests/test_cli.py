@@ -42,8 +42,9 @@ def test_list_table_and_show(tmp_path):
 
 
 def test_only_planned_slugs_exit_nonzero_with_a_message(tmp_path):
-    planned = next(p.slug for p in catalogue.papers() if p.status == "planned")
-    res = runner.invoke(app, ["reproduce", planned, "--store", str(tmp_path / "s.sqlite")])
+    # every paper is implemented now: a position paper without a demonstration is the one left with nothing to run
+    no_reproduction = next(p.slug for p in catalogue.papers() if not p.runnable)
+    res = runner.invoke(app, ["reproduce", no_reproduction, "--store", str(tmp_path / "s.sqlite")])
     assert res.exit_code == 2, res.output
     assert "no reproduction yet" in res.output and "nothing to run" in res.output
     assert not (tmp_path / "s.sqlite").exists()
@@ -102,10 +103,10 @@ def test_list_filters_by_status_and_field():
     data = json.loads(res.stdout)
     expected = [p.slug for p in catalogue.implemented() if p.field == "rl"]
     assert res.exit_code == 0 and [e["slug"] for e in data] == expected and expected
-    res = runner.invoke(app, ["list", "--status", "planned"])  # not a terminal: one line per paper
+    res = runner.invoke(app, ["list", "--status", "position"])  # not a terminal: one line per paper
     lines = [ln for ln in res.stdout.splitlines() if not ln.startswith("#")]
-    assert len(lines) == sum(p.status == "planned" for p in catalogue.papers())
-    assert all(ln.split("\t")[2] == "planned" for ln in lines)
+    assert len(lines) == sum(p.status == "position" for p in catalogue.papers())
+    assert all(ln.split("\t")[2] == "position" for ln in lines)
     assert runner.invoke(app, ["list", "--field", "astrology"]).exit_code == 2
 
 
@@ -130,9 +131,10 @@ def test_show_points_to_the_installed_readme_and_prints_it(tmp_path):
     assert f"README: {readme}" in res.output
     res = runner.invoke(app, ["show", "sapg", "--readme"])
     assert res.exit_code == 0 and res.stdout == readme.read_text(encoding="utf-8")
-    planned = next(p.slug for p in catalogue.papers() if p.status == "planned")
-    assert catalogue.readme_path(planned) is None
-    assert runner.invoke(app, ["show", planned, "--readme"]).exit_code == 1
+    # every paper is implemented now: a position paper without a demonstration is the one left with nothing to run
+    no_reproduction = next(p.slug for p in catalogue.papers() if not p.runnable)
+    assert catalogue.readme_path(no_reproduction) is None
+    assert runner.invoke(app, ["show", no_reproduction, "--readme"]).exit_code == 1
 
 
 def test_icml24_home_sets_the_default_store_and_report(fake_env, tmp_path, monkeypatch):
