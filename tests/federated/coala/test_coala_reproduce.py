@@ -140,18 +140,18 @@ def test_simulation_engine_gives_the_in_process_numbers(simulated_and_in_process
 # "Could this have failed?" line quotes the powers asserted here.
 # ------------------------------------------------------------------------------------------------------
 
-FULL_GAP_SD = {"iid-above-dir0.5": 0.051, "dir0.5-above-dir0.1": 0.233, "dir0.5-above-class2": 0.119,
-               "fedbn-above-fedavg": 0.033, "semi-above-server-only": 0.077, "forgetting-positive": 0.099,
+FULL_GAP_SD = {"iid-above-dir0.5": 0.050, "dir0.5-above-dir0.1": 0.231, "dir0.5-above-class2": 0.118,
+               "fedbn-above-fedavg": 0.031, "semi-above-server-only": 0.077, "forgetting-positive": 0.099,
                "kd-reduces-forgetting": 0.132}  # fmt: skip
 """Seed-to-seed sd of each check's per-seed gap (forgetting-positive: of the forgetting itself)."""
 OF_INTEREST = {cid: (rp.FORGETTING_OF_INTEREST if "forgetting" in cid else rp.EFFECT_OF_INTEREST)
                for cid in FULL_GAP_SD}  # fmt: skip
-MEASURED = {"iid-above-dir0.5": 0.056, "dir0.5-above-dir0.1": 0.327, "dir0.5-above-class2": 0.125,
-            "fedbn-above-fedavg": 0.080, "semi-above-server-only": rp.EFFECT_OF_INTEREST, "forgetting-positive": 0.884,
+MEASURED = {"iid-above-dir0.5": 0.056, "dir0.5-above-dir0.1": 0.327, "dir0.5-above-class2": 0.126,
+            "fedbn-above-fedavg": 0.078, "semi-above-server-only": rp.EFFECT_OF_INTEREST, "forgetting-positive": 0.884,
             "kd-reduces-forgetting": 0.426}  # fmt: skip
 """The mean gaps of that run, except semi-FL's (measured -0.041: the claim's side is set to a 3-point gain)."""
-README_POWER = {"iid-above-dir0.5": 0.53, "dir0.5-above-dir0.1": 0.10, "dir0.5-above-class2": 0.18,
-                "fedbn-above-fedavg": 0.84, "semi-above-server-only": 0.31, "forgetting-positive": 0.90,
+README_POWER = {"iid-above-dir0.5": 0.54, "dir0.5-above-dir0.1": 0.10, "dir0.5-above-class2": 0.18,
+                "fedbn-above-fedavg": 0.88, "semi-above-server-only": 0.31, "forgetting-positive": 0.90,
                 "kd-reduces-forgetting": 0.71}  # fmt: skip
 """The README's per-check powers at a 3-point gap (0.1 forgetting) at 10 seeds."""
 
@@ -199,11 +199,11 @@ def test_power_of_each_check_and_of_the_all_rule_at_full_scale():
     # Independent gaps: the all-rule's power is the product of the checks' (README: about 0.002 at 3 points).
     assert all_rule == pytest.approx(float(np.prod(list(closed.values()))), abs=0.03)
     assert all_rule < 0.03
-    # At the measured gaps (semi-FL's set to +3 points) the all-rule's power is about 0.26, semi-FL's 0.31.
+    # At the measured gaps (semi-FL's set to +3 points) the all-rule's power is about 0.27, semi-FL's 0.31.
     _, at_measured = _simulated_power(MEASURED, n, n_sims=300, seed=9)
     closed_measured = [rp.check_power(MEASURED[cid], FULL_GAP_SD[cid], n, "greater") for cid in FULL_GAP_SD]
-    assert float(np.prod(closed_measured)) == pytest.approx(0.26, abs=0.01)
-    assert at_measured == pytest.approx(0.26, abs=0.08)
+    assert float(np.prod(closed_measured)) == pytest.approx(0.27, abs=0.01)
+    assert at_measured == pytest.approx(0.27, abs=0.08)
     # With no effect anywhere the rule never says supported (false support of one check <= alpha).
     _, null_all = _simulated_power(dict.fromkeys(FULL_GAP_SD, 0.0), n, n_sims=50, seed=8)
     assert null_all == 0.0
