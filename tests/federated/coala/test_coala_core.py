@@ -175,13 +175,11 @@ def test_fedavg_hand_computed_identity_and_equal():
 def test_fedavg_equals_flower_fedavg_and_fedprox_aggregate_train(seed, n):
     from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
     from flwr.serverapp.strategy import FedAvg, FedProx
-    from flwr.supercore.task_identity import TaskIdentity
 
     from icml24.federated.coala import fedavg_states
+    from icml24.federated.coala.flower import _server_identity
 
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = 1, 0, 0
-    try:
+    with _server_identity():
         rng = np.random.default_rng(seed)
         states = _states(rng, n)
         weights = rng.integers(1, 100, size=n).tolist()
@@ -198,8 +196,6 @@ def test_fedavg_equals_flower_fedavg_and_fedprox_aggregate_train(seed, n):
                 np.testing.assert_allclose(ours[key], arrays[key].numpy(), rtol=1e-6, atol=1e-7)
         manual = sum(w * s["a"].astype(np.float64) for s, w in zip(states, weights, strict=True)) / sum(weights)
         np.testing.assert_allclose(ours["a"], manual, rtol=1e-5, atol=1e-6)
-    finally:
-        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
 
 
 def test_aggregate_train_does_not_depend_on_the_order_replies_arrive_in():
@@ -207,13 +203,11 @@ def test_aggregate_train_does_not_depend_on_the_order_replies_arrive_in():
     float sum of the weighted mean depends on its order, so the strategy sorts by partition first (before the
     sort, two quick runs of the same seed gave FedBN 0.7398 and 0.7407)."""
     from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
-    from flwr.supercore.task_identity import TaskIdentity
 
     from icml24.federated.coala import CoalaFedAvg
+    from icml24.federated.coala.flower import _server_identity
 
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = 1, 0, 0
-    try:
+    with _server_identity():
         rng = np.random.default_rng(3)
         n = 7
         states = [{"w": rng.normal(scale=10.0 ** rng.integers(-3, 4), size=256).astype(np.float32)} for _ in range(n)]
@@ -236,8 +230,6 @@ def test_aggregate_train_does_not_depend_on_the_order_replies_arrive_in():
             results.append(arrays["w"].numpy())
         for other in results[1:]:
             np.testing.assert_array_equal(results[0], other)  # bit for bit, not approximately
-    finally:
-        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
 
 
 def test_fedbn_leaves_bn_state_and_averages_the_rest():
