@@ -298,19 +298,23 @@ def numeric_cell(
         return Cell("n/a", None, None, 0, raw, f"{spread} over {over}")
     if spread == "sem":
         s = s / math.sqrt(n)
-    text = f"{_fmt(m, digits)} ± {_fmt(s, digits)} (n={n})"
-    return Cell(text, m, s, n, raw, f"{spread} over {over}")
+    std = s if n > 1 else None  # one value has no spread
+    return Cell(fmt_mean_spread(m, std, n, digits), m, std, n, raw, f"{spread} over {over}")
 
 
-_MEAN_STD_TEXT = re.compile(r"^\s*([-+0-9.eE]+|nan|inf|-inf)\s*±\s*([-+0-9.eE]+|nan|inf)\s*\(n=(\d+)\)\s*$")
+_MEAN_STD_TEXT = re.compile(
+    r"^\s*([-+0-9.eE]+|nan|inf|-inf)\s*±\s*([-+0-9.eE]+|nan|inf|—)\s*\(n=(\d+)\)\s*$"
+)
 
 
 def cell_to_json(value: JsonValue) -> dict[str, JsonValue]:
     """One table cell as ``results.json`` writes it: always an object with ``text``; numbers where known.
 
-    A :class:`Cell` gives its numbers; a plain number gives ``value``; a string written by
-    :func:`fmt_mean_std` (``"1.23 ± 0.05 (n=3)"``) is parsed back into ``mean``, ``std`` and ``n``
-    (with its per-seed values when it is the :class:`MeanStdText` that :func:`fmt_mean_std` returns).
+    A :class:`Cell` gives its numbers; a plain number gives ``value``; the :class:`MeanStdText` that
+    :func:`fmt_mean_std` returns gives its per-seed ``values`` and the ``mean``, ``std`` and ``n``
+    recomputed from them at full precision (not the rounded digits of its text); any other string of
+    that form (``"1.23 ± 0.05 (n=3)"``) is parsed back into ``mean``, ``std`` and ``n`` (``std`` is
+    ``None`` for ``"± —"``, one value).
     """
     if isinstance(value, Cell):
         return value.to_dict()
@@ -321,13 +325,19 @@ def cell_to_json(value: JsonValue) -> dict[str, JsonValue]:
         return {"text": _cell_text(v), "value": v}
     text = str(value)
     m = _MEAN_STD_TEXT.match(text)
+    if isinstance(value, MeanStdText) and value.values:
+        mean, std, n = mean_std(value.values)
+        return {
+            "text": text,
+            "mean": mean if n else None,
+            "std": std if n > 1 else None,
+            "n": n,
+            "values": [v if math.isfinite(v) else None for v in value.values],
+            "spread": "sample std (ddof=1) over the values",
+        }
     if m:
-        out: dict[str, JsonValue] = {"text": text, "mean": float(m.group(1)), "std": float(m.group(2)),
-                                     "n": int(m.group(3))}  # fmt: skip
-        if isinstance(value, MeanStdText):
-            out["values"] = [v if math.isfinite(v) else None for v in value.values]
-            out["spread"] = "sample std (ddof=1) over the values"
-        return out
+        spread = None if m.group(2) == "—" else float(m.group(2))
+        return {"text": text, "mean": float(m.group(1)), "std": spread, "n": int(m.group(3))}
     return {"text": text}
 
 
@@ -559,18 +569,87 @@ class MeanStdText(str):
 
 def fmt_mean_std(values: Sequence[float], digits: int = 3) -> str:
     """``"1.234 ± 0.056 (n=5)"``: the report's standard cell for a metric over seeds (the sample std,
-    ddof=1). The returned string carries ``values`` for ``results.json`` (see :class:`MeanStdText`)."""
+    ddof=1), written by :func:`fmt_mean_spread`. The returned string carries ``values`` for
+    ``results.json`` (see :class:`MeanStdText`), which recomputes the numbers from them at full precision."""
     vals = [v for v in values]
     m, s, n = mean_std(vals)
     if n == 0:
         return MeanStdText("n/a", vals)
-    return MeanStdText(f"{_fmt(m, digits)} ± {_fmt(s, digits)} (n={n})", vals)
+    return MeanStdText(fmt_mean_spread(m, s if n > 1 else None, n, digits), vals)
+
+
+SPREAD_NONE = "—"
+"""What a cell prints for the spread of a single value (a sample std needs two)."""
+
+_SCI_LOW, _SCI_HIGH = -3, 5
+"""Decimal exponents outside ``[_SCI_LOW, _SCI_HIGH)`` are written in scientific notation."""
+
+_MAX_EXTRA_DIGITS = 3
+"""The mean never shows more than ``digits + 3`` significant digits, however small the spread."""
+
+
+def fmt_mean_spread(mean: float, spread: float | None, n: int, digits: int = 3) -> str:
+    """``"0.00125 ± 0.000785 (n=3)"``: mean and spread rounded to the same decimal place.
+
+    The place is the one that gives the spread ``digits`` significant digits; when the spread is 0 (every
+    value the same) it gives the mean ``digits`` significant digits, never cuts its integer part, and drops
+    trailing zeros (``"20 ± 0 (n=3)"``); with one value (``spread=None``) the spread is ``"—"``. Numbers
+    below 1e-3 or from 1e5 up share one exponent: ``"3.8212e+05 ± 0.0012e+05 (n=3)"``.
+
+    Args:
+        mean: the mean of the values.
+        spread: their spread (std or sem), ``None`` when there is one value.
+        n: how many values.
+        digits: significant digits of the spread (of the mean when the spread is 0 or ``None``).
+    """
+    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 1:
+        raise ValueError(f"digits must be a positive int, got {digits!r}")
+    if spread is not None and spread < 0:
+        raise ValueError(f"spread must be >= 0 or None, got {spread!r}")
+    if not math.isfinite(mean) or (spread is not None and not math.isfinite(spread)):
+        return f"{mean:.{digits}g} ± {SPREAD_NONE if spread is None else f'{spread:.{digits}g}'} (n={n})"
+    scale = max(abs(mean), spread or 0.0)
+    exp = math.floor(math.log10(scale)) if scale > 0 else 0
+    sci = scale > 0 and not (_SCI_LOW <= exp < _SCI_HIGH)
+    mean_exp = math.floor(math.log10(abs(mean))) if mean != 0 else exp
+    exact = not spread  # 0 or None: place from the mean
+    if exact:
+        place = digits - 1 - mean_exp
+        if not sci:
+            place = max(place, 0)  # 3823 ± 0, not 3820 ± 0
+    else:
+        place = digits - 1 - math.floor(math.log10(spread))
+        place = min(place, digits - 1 + _MAX_EXTRA_DIGITS - mean_exp) if mean != 0 else place
+    unit = 10.0**exp if sci else 1.0
+    place_in_unit = place + exp if sci else place  # the same decimal place, counted in the mantissa
+    decimals = max(place_in_unit, 0)
+    m_text = _fixed(mean / unit, decimals, place_in_unit)
+    if spread == 0 and n > 1 and "." in m_text:  # every value the same: an exact number, no padding zeros
+        m_text = m_text.rstrip("0").rstrip(".")
+        decimals = len(m_text.partition(".")[2])
+    suffix = f"e{exp:+03d}" if sci else ""
+    if spread is None:
+        return f"{m_text}{suffix} ± {SPREAD_NONE} (n={n})"
+    s_text = _fixed(spread / unit, decimals, place_in_unit)
+    if spread > 0 and float(s_text) == 0:  # below the mean's last digit: say how small it is
+        return f"{m_text}{suffix} ± {spread:.1e} (n={n})"
+    return f"{m_text}{suffix} ± {s_text}{suffix} (n={n})"
+
+
+def _fixed(x: float, decimals: int, place: int) -> str:
+    """``x`` rounded to ``place`` decimals (negative: tens, hundreds) and printed with ``decimals``; no
+    ``-0``."""
+    if place < 0:
+        x = round(x, place)
+    text = f"{x:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def _fmt(x: float, digits: int) -> str:
+    """One number with ``digits`` significant digits (scientific below 1e-3 and from 1e5 up)."""
     if x == 0 or (1e-3 <= abs(x) < 1e5):
         return f"{x:.{digits}g}" if abs(x) >= 1 else f"{x:.{digits}f}"
-    return f"{x:.{digits}e}"
+    return f"{x:.{digits - 1}e}"
 
 
 def group_results(
