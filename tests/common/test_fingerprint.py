@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from icml24.common.experiment import Job, JobResult
-from icml24.common.fingerprint import DRIVER_ONLY, Fingerprinter, code_files, combine
+from icml24.common.fingerprint import Fingerprinter, combine
 from icml24.common.store import SCHEMA_VERSION, ResultStore
 
 REPRO = '''
@@ -104,41 +104,152 @@ def test_provenance_flags_stale_rows(tmp_path, monkeypatch):
     assert json.dumps(prov.to_dict())  # plain JSON for results.json
 
 
-def test_fingerprint_covers_the_paper_field_and_common_but_not_other_papers():
-    files = {label for label, _ in code_files("icml24.rl.sapg.reproduce").files}
-    assert "icml24/rl/sapg/reproduce.py" in files and "icml24/rl/sapg/agent.py" in files
-    assert "icml24/common/experiment.py" in files and "icml24/rl/__init__.py" in files
-    assert "icml24/rl/ppo/agent.py" in files  # imported by sapg: in through the import closure
-    assert not any(f.startswith("icml24/rl/stochastic_q/") for f in files)  # another paper of the field
-    assert not any(f.endswith(".md") for f in files)
-    # store, runner, report cannot change a job's metrics (decide is in when the paper's module imports it)
-    assert not (files & (DRIVER_ONLY - {"icml24/common/decide.py"}))
+def test_fingerprint_covers_what_the_job_runs_not_analyze_nor_other_papers():
+    units = Fingerprinter().units("icml24.rl.sapg.reproduce:run_point_mass")
+    defs = set(units.definitions)
+    assert "icml24.rl.sapg.reproduce:run_point_mass" in defs and "icml24.rl.sapg.agent:SAPG" in defs
+    assert "icml24.rl.ppo.agent:PPO" in defs  # imported by sapg: in through the closure
+    assert "icml24.common.experiment:execute_job" in defs  # the harness runs every job
+    assert "icml24.rl.sapg.reproduce:analyze" not in defs  # analysis reruns from stored metrics
+    assert not any(d.startswith("icml24.common.decide:") for d in defs)
+    assert not any(d.startswith("icml24.rl.stochastic_q") for d in defs)  # another paper of the field
+    assert not any(d.startswith("icml24.common.report") or d.startswith("icml24.common.store") for d in defs)
 
 
-def test_fingerprint_changes_with_the_code_and_is_cached(tmp_path, monkeypatch):
-    pkg = tmp_path / "fppkg"
+def _make_package(root, name="fppkg"):
+    """A miniature project: a field package with two papers, a shared helper module and a data file."""
+    pkg = root / name
+    (pkg / "paper_a" / "data").mkdir(parents=True)
+    (pkg / "paper_b").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "shared.py").write_text("def scale(x):\n    return 2 * x\n\ndef unused():\n    return 0\n")
+    (pkg / "paper_a" / "__init__.py").write_text("")
+    (pkg / "paper_a" / "data" / "table.csv").write_text("a,b\n1,2\n")
+    (pkg / "paper_a" / "README.md").write_text("docs\n")
+    (pkg / "paper_a" / "reproduce.py").write_text(textwrap.dedent('''
+        """Paper A."""
+        from fppkg.shared import scale
+
+        OFFSET = 1
+
+
+        def _helper(v):
+            return v + OFFSET
+
+
+        def run(config, seed):
+            """The job."""
+            return {"x": scale(_helper(seed))}
+
+
+        def analyze(results, scale_name):
+            return sum(r["x"] for r in results)
+        '''))
+    (pkg / "paper_b" / "__init__.py").write_text("")
+    (pkg / "paper_b" / "reproduce.py").write_text(
+        "from fppkg import shared\n\ndef run(config, seed):\n    return {'y': shared.scale(seed) + 1}\n"
+    )
+    return pkg
+
+
+def _fps():
+    f = Fingerprinter()
+    return f.for_fn("fppkg.paper_a.reproduce:run"), f.for_fn("fppkg.paper_b.reproduce:run")
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, (old, text)
+    path.write_text(text.replace(old, new))
+
+
+def test_semantic_fingerprint_ignores_what_cannot_change_a_job(tmp_path, monkeypatch):
+    """The issue's contract: a reformat, a comment, a docstring, an ``analyze`` edit, a new paper in the same
+    field and moving a helper (unused, or used and unchanged) leave every fingerprint as it is."""
+    pkg = _make_package(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = _fps()
+    a = pkg / "paper_a" / "reproduce.py"
+    _edit(a, "return v + OFFSET", "return (v +\n            OFFSET)  # a comment")  # reformat + comment
+    _edit(a, '"""The job."""', '"""The job, documented at length."""')
+    _edit(a, "return sum(r[\"x\"] for r in results)", "return max(r[\"x\"] for r in results)")  # analyze
+    (pkg / "paper_a" / "README.md").write_text("other docs\n")
+    (pkg / "paper_c").mkdir()  # a new paper beside them
+    (pkg / "paper_c" / "__init__.py").write_text("")
+    (pkg / "paper_c" / "reproduce.py").write_text("def run(config, seed):\n    return {'z': 3}\n")
+    _edit(pkg / "shared.py", "def unused():\n    return 0\n", "")  # an unused helper moves out...
+    (pkg / "paper_c" / "tools.py").write_text("def unused():\n    return 0\n")  # ...to another module
+    assert _fps() == before
+    # A used helper moved, unchanged, from the paper into the shared module: the code that runs is the same.
+    _edit(a, "def _helper(v):\n    return (v +\n            OFFSET)  # a comment\n", "")
+    _edit(a, "from fppkg.shared import scale", "from fppkg.shared import _helper, scale")
+    (pkg / "shared.py").write_text((pkg / "shared.py").read_text() + "\nfrom fppkg.paper_a.reproduce import OFFSET\n"
+                                   "\ndef _helper(v):\n    return v + OFFSET\n")  # fmt: skip
+    assert _fps() == before
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new", "moves_b"),
+    [
+        ("paper_a/reproduce.py", "return {\"x\": scale(_helper(seed))}", "return {\"x\": scale(_helper(seed)) + 0}", False),
+        ("paper_a/reproduce.py", "OFFSET = 1", "OFFSET = 2", False),  # a constant the job reads
+        ("paper_a/data/table.csv", "1,2", "1,3", False),  # a data file beside the job
+        ("shared.py", "return 2 * x", "return 3 * x", True),  # shared code both papers run
+    ],
+)
+def test_semantic_fingerprint_moves_with_what_a_job_executes(tmp_path, monkeypatch, where, old, new, moves_b):
+    pkg = _make_package(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fp_a, fp_b = _fps()
+    _edit(pkg / where, old, new)
+    new_a, new_b = _fps()
+    assert new_a != fp_a
+    assert (new_b != fp_b) == moves_b  # no other paper moves unless it runs the changed code
+
+
+def test_fingerprint_follows_lazy_imports_fn_strings_and_side_effects(tmp_path, monkeypatch):
+    pkg = tmp_path / "fplazy"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "jobs.py").write_text("from fppkg import helper\ndef run(config, seed):\n    return {'x': helper.X}\n")
-    (pkg / "helper.py").write_text("X = 1\n")
-    (pkg / "data.csv").write_text("a,b\n1,2\n")
-    (pkg / "README.md").write_text("docs\n")
+    (pkg / "inner.py").write_text("def f():\n    return 1\n")
+    (pkg / "other.py").write_text("def g(c, s):\n    return {'g': 1}\n")
+    (pkg / "setting.py").write_text("import math\nFLAG = []\nFLAG.append(1)\n")
+    (pkg / "jobs.py").write_text(
+        "import fplazy.setting\n\ndef run(config, seed):\n    from fplazy.inner import f\n"
+        "    return {'x': f(), 'next': 'fplazy.other:g'}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    units = Fingerprinter().units("fplazy.jobs:run")
+    assert {"fplazy.inner:f", "fplazy.other:g", "fplazy.jobs:run"} <= set(units.definitions)
+    assert "fplazy.setting" in units.modules
+    fp = Fingerprinter().for_fn("fplazy.jobs:run")
+    for path, old, new in [("inner.py", "return 1", "return 2"), ("other.py", "'g': 1", "'g': 2"),
+                           ("setting.py", "FLAG.append(1)", "FLAG.append(2)")]:  # fmt: skip
+        _edit(pkg / path, old, new)
+        assert Fingerprinter().for_fn("fplazy.jobs:run") != fp, path
+        fp = Fingerprinter().for_fn("fplazy.jobs:run")
+
+
+def test_fingerprint_is_cached_and_checks_its_argument(tmp_path, monkeypatch):
+    pkg = _make_package(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     first = Fingerprinter()
-    fp = first.for_fn("fppkg.jobs:run")
-    assert len(fp) == 16 and Fingerprinter().for_fn("fppkg.jobs:run") == fp
-    (pkg / "README.md").write_text("other docs\n")
-    assert Fingerprinter().for_fn("fppkg.jobs:run") == fp  # docs do not count
-    (pkg / "helper.py").write_text("X = 2\n")
-    changed = Fingerprinter().for_fn("fppkg.jobs:run")
-    assert changed != fp
-    assert first.for_fn("fppkg.jobs:run") == fp  # cached: computed once per run
-    (pkg / "data.csv").write_text("a,b\n1,3\n")
-    assert Fingerprinter().for_fn("fppkg.jobs:run") != changed  # package data counts
+    fp = first.for_fn("fppkg.paper_a.reproduce:run")
+    assert len(fp) == 16
+    _edit(pkg / "paper_a" / "reproduce.py", "OFFSET = 1", "OFFSET = 5")
+    assert first.for_fn("fppkg.paper_a.reproduce:run") == fp  # cached: computed once per run
     assert Fingerprinter().for_fn("no_such_module_xyz:run") == Fingerprinter().for_fn("no_such_module_xyz:g")
     with pytest.raises(ValueError, match="fn"):
         Fingerprinter().for_fn("no_colon")
     assert combine(["a"]) == "a" and combine(["a", "b"]) == combine(["b", "a", "a"]) != "a"
+
+
+def test_every_paper_has_a_fingerprint_apart_from_its_field_neighbours():
+    """Each paper's job functions fingerprint without error, and two papers of one field differ."""
+    f = Fingerprinter()
+    a = f.for_fn("icml24.rl.sapg.reproduce:run_point_mass")
+    b = f.for_fn("icml24.rl.stochastic_q.reproduce:run_deep")
+    assert a != b and len(a) == len(b) == 16
 
 
 V0_SCHEMA = textwrap.dedent("""

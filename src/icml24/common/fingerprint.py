@@ -1,23 +1,29 @@
-"""Code fingerprints: which code a stored job ran, so that the store never serves numbers of older code.
+"""Code fingerprints: which computation a stored job ran, so that the store never serves numbers of older code.
 
-A job is keyed in the store by the fingerprint of the code it runs (:func:`code_fingerprint`): a sha256 over
-the content of
+A job is keyed in the store by the fingerprint of the code it *executes* (:func:`Fingerprinter.for_fn`): a
+sha256 over the normalised code of every definition that the job function can reach, found statically:
 
-- the job function's module and every file of its package (the paper's folder, data files included,
-  ``*.md`` and caches excluded),
-- the field package ``icml24.<field>`` (its shared machinery: ``rl/envs``, ``gp/kernels``...) *without* the
-  folders of the field's other papers, so that editing one paper does not invalidate its neighbours,
-- ``icml24.common`` (the experiment contract that runs every job, the shared models), except the modules
-  that run only in the driver, around the jobs, and cannot change a job's metrics (:data:`DRIVER_ONLY`:
-  store, runner, leases, report, registry, decision rules; ``analyze`` is rerun from the stored metrics at every
-  report, so a change there shows at once without rerunning jobs),
-- and every module of the same top-level package reachable from those files by ``import`` statements
-  (found statically, lazy in-function imports included), so that a paper that imports another paper's code
-  is invalidated when that code changes.
+- start from the job function (``"package.module:function"``) and from the harness that runs every job
+  (:data:`HARNESS`: seeding, thread pinning, metric conversion);
+- a reached function or class brings in every module-level name its code refers to (a module's own
+  definitions, names it imports, attribute chains on imported modules such as ``envs.make``, imports inside
+  function bodies, and ``"icml24.x.y:fn"`` strings, which jobs use to name other job functions); a class is
+  taken whole (its methods may be called through any instance); a module-level constant is a definition too;
+- every module that reached code imports, transitively through the modules' top-level imports, contributes
+  its top-level *side-effect* statements (anything but definitions and imports: a registration call, a global
+  ``torch`` setting), since they run on import;
+- data files (anything but Python and docs) in the folder of a module whose definitions are reached, and in
+  its sub-folders that are not Python packages (``data/``), are hashed by content.
 
-Files are hashed by their path relative to the top-level package and their bytes, so a checkout and an
-installed wheel of the same code have the same fingerprint. A :class:`Fingerprinter` caches each file's
-digest and each module's fingerprint, so one run computes a paper's fingerprint once, not once per job.
+Each definition enters as a normal form of its abstract syntax tree with docstrings removed: comments,
+formatting and docstrings never count, and neither does *where* a definition lives, so a reformat, a
+docstring, an edit to ``analyze`` (which no job reaches), a new paper beside this one, or moving a helper to a
+shared module unchanged leaves the fingerprint as it is. Third-party code is not hashed: its versions are part
+of the job's recorded environment (:mod:`icml24.common.environment`).
+
+Over-approximation is the safe side: a function-local name that shadows a module-level one brings the
+module-level one in too. What static reading cannot see (``getattr`` on a computed name, ``globals()``) is not
+used by job code in this package; a class is hashed whole so that method dispatch is covered.
 
 :func:`git_state` gives the commit of the checkout the package runs from and whether its source tree is
 dirty; the store records both next to the fingerprint (the fingerprint decides reuse, the commit is for
@@ -29,215 +35,460 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import re
 import subprocess
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 FINGERPRINT_LENGTH = 16
 """Hex digits kept of the sha256 (64 bits: a collision between two code states of one job is negligible)."""
 
-DRIVER_ONLY = frozenset(
-    f"icml24/common/{name}.py" for name in ("store", "runner", "report", "registry", "fingerprint", "leases", "decide")
-)
-"""Modules of ``icml24.common`` left out of fingerprints: they run in the driver only (a job module that
-imports one of them brings it back in through the import closure)."""
+HARNESS = ("icml24.common.experiment", "execute_job")
+"""The function that runs every job (seeding, one intra-op thread, metric conversion): part of every job."""
 
-_SKIP_SUFFIXES = (".md", ".pyc", ".pyo", ".rst")
+DRIVER_DATA = frozenset({"icml24/catalogue.json", "icml24/common/results.schema.json", "icml24/py.typed"})
+"""Data files next to reached modules that no job reads (the catalogue, the report's schema)."""
+
+_SKIP_SUFFIXES = (".md", ".py", ".pyc", ".pyo", ".rst", ".typed")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+_FN_STRING = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*$")
+_IGNORED_FIELDS = frozenset({"ctx", "type_comment", "kind", "lineno", "col_offset", "end_lineno", "end_col_offset"})
 
 
-def _module_origin(module: str) -> tuple[Path | None, bool]:
-    """The file of ``module`` and whether it is a package, without importing the module itself (its
-    parent packages are imported, as for any import). ``(None, False)`` when it cannot be found."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError, AttributeError):
-        return None, False
-    if spec is None or not spec.origin or spec.origin in ("built-in", "frozen"):
-        return None, False
-    return Path(spec.origin), spec.submodule_search_locations is not None
+# --------------------------------------------------------------------------------------------------
+# The normal form of code
+# --------------------------------------------------------------------------------------------------
 
 
-def _package_files(folder: Path, exclude: Iterable[Path] = ()) -> list[Path]:
-    """Every file under ``folder`` that can change a result (no docs, no caches), minus ``exclude`` folders."""
-    excluded = [e.resolve() for e in exclude]
-    out = []
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.suffix in _SKIP_SUFFIXES or path.name.startswith("."):
-            continue
-        if any(part in _SKIP_DIRS for part in path.parts):
-            continue
-        resolved = path.resolve()
-        if any(resolved.is_relative_to(e) for e in excluded):
-            continue
-        out.append(path)
-    return out
+def _strip_docstrings(node: ast.AST) -> ast.AST:
+    """Remove the docstring of every module, class and function in ``node`` (in place)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = sub.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):  # fmt: skip
+                sub.body = body[1:]
+    return node
 
 
-def _imported_modules(source: str, module: str, is_package: bool) -> set[str]:
-    """Absolute names of the modules an ``import`` statement anywhere in ``source`` may refer to
-    (``from a.b import c`` yields ``a.b`` and ``a.b.c``: ``c`` may be a submodule)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+def normal_form(node: ast.AST | list | object) -> str:
+    """A canonical text of an AST: node types and fields, no positions, no empty fields (so that fields a newer
+    Python adds with an empty default, such as ``type_params``, do not change it)."""
+    if isinstance(node, ast.AST):
+        parts = [type(node).__name__]
+        for name in node._fields:
+            if name in _IGNORED_FIELDS:
+                continue
+            value = getattr(node, name, None)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            parts.append(f"{name}={normal_form(value)}")
+        return "(" + " ".join(parts) + ")"
+    if isinstance(node, list):
+        return "[" + ",".join(normal_form(v) for v in node) + "]"
+    return repr(node)
+
+
+# --------------------------------------------------------------------------------------------------
+# Modules, read statically
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Module:
+    name: str
+    path: Path
+    is_package: bool
+    defs: dict[str, list[ast.stmt]] = field(default_factory=dict)
+    """Top-level name -> the statements that bind it (def, class, assignment)."""
+    imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Local name -> (module, attribute or None for the module itself)."""
+    star_imports: list[str] = field(default_factory=list)
+    side_effects: list[ast.stmt] = field(default_factory=list)
+    imported: set[str] = field(default_factory=set)
+    """Modules its top-level imports execute."""
+
+    @property
+    def package(self) -> str:
+        return self.name if self.is_package else self.name.rpartition(".")[0]
+
+
+def _absolute(module: _Module, node: ast.ImportFrom) -> str | None:
+    if not node.level:
+        return node.module
+    parts = module.package.split(".")
+    if node.level - 1 >= len(parts):
+        return None
+    base = ".".join(parts[: len(parts) - (node.level - 1)])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _import_bindings(module: _Module, node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str, str | None]]:
+    """(local name, module, attribute) for each name an import statement binds; ``*`` as the local name."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, alias.name, None
+            else:  # ``import a.b`` binds ``a``
+                yield alias.name.split(".")[0], alias.name.split(".")[0], None
+        return
+    base = _absolute(module, node)
+    if base is None:
+        return
+    for alias in node.names:
+        yield (alias.asname or alias.name), base, alias.name
+
+
+def _imported_module_names(module: _Module, node: ast.Import | ast.ImportFrom) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    base = _absolute(module, node)
+    if base is None:
         return set()
-    package = module if is_package else module.rpartition(".")[0]
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                if node.level - 1 >= len(parts):
-                    continue
-                base = ".".join(parts[: len(parts) - (node.level - 1)])
-                base = f"{base}.{node.module}" if node.module else base
-            else:
-                base = node.module or ""
-            if base:
-                names.add(base)
-                names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-    return names
+    return {base} | {f"{base}.{alias.name}" for alias in node.names if alias.name != "*"}
+
+
+def _bound_names(target: ast.expr) -> list[str] | None:
+    """Names an assignment target binds, or ``None`` when it also writes into an object (a side effect)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: list[str] = []
+        for elt in target.elts:
+            inner = _bound_names(elt.value if isinstance(elt, ast.Starred) else elt)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    test = getattr(stmt, "test", None)
+    return (
+        isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+    )  # fmt: skip
+
+
+def _read_module(name: str, path: Path, is_package: bool) -> _Module:
+    module = _Module(name, path, is_package)
+    try:
+        tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return module
+
+    def visit(stmts: list[ast.stmt], top: bool) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                module.imported |= _imported_module_names(module, stmt)
+                for local, target, attr in _import_bindings(module, stmt):
+                    if local == "*":
+                        module.star_imports.append(target)
+                    else:
+                        module.imports[local] = (target, attr)
+                if not top:
+                    module.side_effects.append(stmt)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                module.defs.setdefault(stmt.name, []).append(stmt)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                names: list[str] | None = []
+                for t in targets:
+                    bound = _bound_names(t)
+                    names = None if bound is None or names is None else names + bound
+                if names:
+                    for n in names:
+                        module.defs.setdefault(n, []).append(stmt)
+                else:
+                    module.side_effects.append(stmt)
+            elif _is_main_guard(stmt):
+                continue
+            elif isinstance(stmt, (ast.If, ast.Try, ast.With)) and top:
+                # ``try: import x / except ImportError: x = None``, ``if TYPE_CHECKING:``: the whole statement
+                # runs on import (a side effect), and the names it binds resolve like top-level ones.
+                module.side_effects.append(stmt)
+                inner: list[ast.stmt] = []
+                for attr in ("body", "orelse", "finalbody"):
+                    inner += getattr(stmt, attr, [])
+                for handler in getattr(stmt, "handlers", []):
+                    inner += handler.body
+                visit(inner, False)
+            elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                if top:
+                    module.side_effects.append(stmt)
+
+    visit(tree.body, True)
+    return module
+
+
+# --------------------------------------------------------------------------------------------------
+# The fingerprinter
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class CodeFiles:
-    """The files a fingerprint covers, each with its label (its path from its top-level package's folder,
-    e.g. ``icml24/common/store.py``), sorted by label."""
+class CodeUnits:
+    """What a fingerprint covers: the reached definitions (``module:name``), the modules whose side-effect
+    statements count, and the data files (labels relative to their top-level package's folder)."""
 
-    files: tuple[tuple[str, Path], ...]
+    definitions: tuple[str, ...]
+    modules: tuple[str, ...]
+    data_files: tuple[str, ...]
+    missing: bool = False
 
 
 class Fingerprinter:
-    """Computes and caches code fingerprints (one instance per run: files are read once)."""
+    """Computes and caches code fingerprints (one instance per run: each module is read once)."""
 
     def __init__(self) -> None:
+        self._modules: dict[str, _Module | None] = {}
+        self._roots: dict[str, Path | None] = {}
+        self._by_fn: dict[str, str] = {}
         self._file_digest: dict[Path, str] = {}
-        self._by_module: dict[str, str] = {}
+
+    # -- public -------------------------------------------------------------------------------------
 
     def for_fn(self, fn: str) -> str:
-        """The fingerprint of the code that job function ``fn`` (``"package.module:function"``) runs."""
-        if not isinstance(fn, str) or ":" not in fn:
-            raise ValueError(f"fn must be 'package.module:function', got {fn!r}")
-        return self.for_module(fn.partition(":")[0])
-
-    def for_module(self, module: str) -> str:
-        """The fingerprint of ``module`` (see the module docstring for what it covers)."""
-        if module not in self._by_module:
-            files = code_files(module)
+        """The fingerprint of the computation job function ``fn`` (``"package.module:function"``) runs."""
+        module, name = _split_fn(fn)
+        if fn not in self._by_fn:
+            units, texts = self._collect(module, name)
             h = hashlib.sha256()
-            if files is None:
+            if units.missing:
                 # The module cannot be found (a test's placeholder fn): a fixed fingerprint from its name.
                 h.update(b"missing module\0" + module.encode())
             else:
-                for label, path in files.files:
-                    h.update(label.encode() + b"\0" + self._digest(path).encode() + b"\0")
-            self._by_module[module] = h.hexdigest()[:FINGERPRINT_LENGTH]
-        return self._by_module[module]
+                for text in sorted(set(texts)):
+                    h.update(text.encode() + b"\0")
+            self._by_fn[fn] = h.hexdigest()[:FINGERPRINT_LENGTH]
+        return self._by_fn[fn]
+
+    def units(self, fn: str) -> CodeUnits:
+        """What :meth:`for_fn` hashes for ``fn``, for people (``icml24 show --code``) and tests."""
+        module, name = _split_fn(fn)
+        return self._collect(module, name)[0]
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def _root(self, top: str) -> Path | None:
+        if top not in self._roots:
+            try:
+                spec = importlib.util.find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            root = None
+            if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
+                origin = Path(spec.origin)
+                root = origin.parent.parent if spec.submodule_search_locations is not None else origin.parent
+            self._roots[top] = root
+        return self._roots[top]
+
+    def _module(self, name: str, tracked: frozenset[str]) -> _Module | None:
+        """The module ``name`` of one of the ``tracked`` top-level packages, read from its file, or ``None``."""
+        if name.split(".")[0] not in tracked:
+            return None
+        if name not in self._modules:
+            root = self._root(name.split(".")[0])
+            found = None
+            if root is not None:
+                base = root.joinpath(*name.split("."))
+                if (base / "__init__.py").is_file():
+                    found = _read_module(name, base / "__init__.py", True)
+                elif base.with_suffix(".py").is_file():
+                    found = _read_module(name, base.with_suffix(".py"), False)
+            self._modules[name] = found
+        return self._modules[name]
 
     def _digest(self, path: Path) -> str:
         if path not in self._file_digest:
             self._file_digest[path] = hashlib.sha256(path.read_bytes()).hexdigest()
         return self._file_digest[path]
 
+    # -- the closure --------------------------------------------------------------------------------
 
-def code_files(module: str) -> CodeFiles | None:
-    """The files the fingerprint of ``module`` covers, or ``None`` when the module cannot be found."""
-    origin, is_package = _module_origin(module)
-    if origin is None:
-        return None
-    root = _top_root(module)
-    files: set[Path] = {origin}
-    package = module if is_package else module.rpartition(".")[0]
-    if package:
-        pkg_origin, _ = _module_origin(package)
-        if pkg_origin is not None:
-            files.update(_package_files(pkg_origin.parent))
-    _add_import_closure(files, module.split(".")[0], root)
-    labelled = {(path.relative_to(root).as_posix(), path) for path in files}
-    # icml24.common (the runner, the contract, the decision rules) and the field's shared machinery.
-    icml24_root = _top_root("icml24")
-    shared = _icml24_shared_files(module if module.startswith("icml24.") else "")
-    _add_import_closure(shared, "icml24", icml24_root)
-    labelled.update((path.relative_to(icml24_root).as_posix(), path) for path in shared)
-    return CodeFiles(tuple(sorted(labelled)))
+    def _collect(self, module_name: str, name: str) -> tuple[CodeUnits, list[str]]:
+        tracked = frozenset({module_name.split(".")[0], "icml24"})
+        if self._module(module_name, tracked) is None:
+            return CodeUnits((), (), (), missing=True), []
+        definitions: dict[tuple[str, str], list[ast.stmt]] = {}
+        executed: set[str] = set()  # modules imported by reached code: their side effects run
+        todo_symbols: list[tuple[str, str]] = [(module_name, name), HARNESS]
+        todo_modules: list[str] = []
 
+        def import_module(mod_name: str) -> None:
+            parts = mod_name.split(".")
+            for i in range(1, len(parts) + 1):  # the package __init__s on the way run too
+                sub = ".".join(parts[:i])
+                if sub not in executed and self._module(sub, tracked) is not None:
+                    executed.add(sub)
+                    todo_modules.append(sub)
 
-def _top_root(module: str) -> Path:
-    """The folder that holds ``module``'s top-level package (or top-level module)."""
-    top = module.split(".")[0]
-    origin, is_package = _module_origin(top)
-    if origin is None:  # pragma: no cover - a found module has a findable top-level package
-        raise ModuleNotFoundError(top)
-    return origin.parent.parent if is_package else origin.parent
+        def refer(mod: _Module, node: ast.AST) -> None:
+            """Queue every module-level symbol that ``node``'s code may use."""
+            local_imports: dict[str, tuple[str, str | None]] = {}
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    for mod_name in _imported_module_names(mod, sub):
+                        import_module(mod_name)
+                    for local, target, attr in _import_bindings(mod, sub):
+                        if local == "*":
+                            todo_modules.append(target)
+                        else:
+                            local_imports[local] = (target, attr)
+                            todo_symbols.append((target, attr) if attr else (target, ""))
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    m = _FN_STRING.match(sub.value)
+                    if m and m.group(1).split(".")[0] in tracked:
+                        todo_symbols.append((m.group(1), m.group(2)))
+                if isinstance(sub, ast.Attribute):
+                    chain = _attribute_chain(sub)
+                    if chain:
+                        self._resolve_chain(mod, chain, local_imports, tracked, todo_symbols)
+                elif isinstance(sub, ast.Name):
+                    self._resolve_chain(mod, [sub.id], local_imports, tracked, todo_symbols)
 
-
-def _icml24_shared_files(module: str) -> set[Path]:
-    """``icml24.common`` and the field package minus the folders of the field's other papers."""
-    from icml24 import catalogue
-
-    files: set[Path] = set()
-    common, _ = _module_origin("icml24.common")
-    if common is not None:
-        root = common.parent.parent.parent
-        files.update(
-            p for p in _package_files(common.parent) if p.relative_to(root).as_posix() not in DRIVER_ONLY
-        )
-    parts = module.split(".")
-    if len(parts) >= 2 and parts[1] != "common":
-        field_module = ".".join(parts[:2])
-        field_origin, field_is_package = _module_origin(field_module)
-        if field_origin is not None and field_is_package:
-            others = []
-            for paper in catalogue.papers():
-                if not paper.module or module == paper.module or module.startswith(paper.module + "."):
+        seen_symbols: set[tuple[str, str]] = set()
+        seen_modules: set[str] = set()
+        while todo_symbols or todo_modules:
+            while todo_modules:
+                mod_name = todo_modules.pop()
+                if mod_name in seen_modules:
                     continue
-                if paper.module.startswith(field_module + "."):
-                    origin, is_pkg = _module_origin(paper.module)
-                    if origin is not None and is_pkg:
-                        others.append(origin.parent)
-            files.update(_package_files(field_origin.parent, exclude=others))
-    return files
-
-
-def _add_import_closure(files: set[Path], top: str, root: Path) -> None:
-    """Add, to ``files``, every module of package ``top`` that their ``import`` statements reach."""
-    seen_modules: set[str] = set()
-    todo = [p for p in files if p.suffix == ".py"]
-    while todo:
-        path = todo.pop()
-        module, is_package = _module_name(path, root)
-        if module is None:
-            continue
-        try:
-            source = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for name in _imported_modules(source, module, is_package):
-            if name.split(".")[0] != top or name in seen_modules:
+                seen_modules.add(mod_name)
+                mod = self._module(mod_name, tracked)
+                if mod is None:
+                    continue
+                import_module(mod_name)
+                for imported in mod.imported:
+                    import_module(imported)
+                for stmt in mod.side_effects:
+                    refer(mod, stmt)
+            if not todo_symbols:
                 continue
-            seen_modules.add(name)
-            parts = name.split(".")
-            # The module and the __init__ of every package on its path run on import.
-            candidates = [root.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts) + 1)]
-            candidates.append(root.joinpath(*parts).with_suffix(".py"))
-            for origin in candidates:
-                if origin.is_file() and origin not in files:
-                    files.add(origin)
-                    todo.append(origin)
+            key = todo_symbols.pop()
+            if key in seen_symbols:
+                continue
+            seen_symbols.add(key)
+            mod_name, symbol = key
+            mod = self._module(mod_name, tracked)
+            if mod is None:
+                # ``from a import b`` where ``a.b`` is a module, or an untracked package.
+                parent, _, last = mod_name.rpartition(".")
+                if parent and self._module(parent, tracked) is not None and not symbol:
+                    todo_symbols.append((parent, last))
+                continue
+            import_module(mod_name)
+            if not symbol:  # the module itself (its attributes are resolved per attribute chain)
+                continue
+            if symbol in mod.defs:
+                if (mod_name, symbol) not in definitions:
+                    definitions[(mod_name, symbol)] = mod.defs[symbol]
+                    for stmt in mod.defs[symbol]:
+                        refer(mod, stmt)
+            elif symbol in mod.imports:  # re-exported from elsewhere
+                target, attr = mod.imports[symbol]
+                todo_symbols.append((target, attr) if attr else (target, ""))
+            elif self._module(f"{mod_name}.{symbol}", tracked) is not None:
+                todo_symbols.append((f"{mod_name}.{symbol}", ""))
+            else:
+                todo_symbols.extend((star, symbol) for star in mod.star_imports)
+
+        texts: list[str] = []
+        for stmts in definitions.values():
+            texts.extend("def " + normal_form(stmt) for stmt in stmts)
+        for mod_name in sorted(executed):
+            mod = self._module(mod_name, tracked)
+            if mod is not None:
+                texts.extend("run " + normal_form(stmt) for stmt in mod.side_effects)
+        data: list[str] = []
+        for folder, root in sorted({self._folder(m, tracked) for m, _ in definitions} - {(None, None)}, key=str):
+            for path in _data_files(folder):
+                label = path.relative_to(root).as_posix()
+                if label not in DRIVER_DATA:
+                    data.append(label)
+                    texts.append(f"data {label} {self._digest(path)}")
+        units = CodeUnits(
+            tuple(sorted(f"{m}:{s}" for m, s in definitions)), tuple(sorted(executed)), tuple(sorted(set(data)))
+        )
+        return units, texts
+
+    def _folder(self, mod_name: str, tracked: frozenset[str]) -> tuple[Path | None, Path | None]:
+        mod = self._module(mod_name, tracked)
+        root = self._root(mod_name.split(".")[0])
+        if mod is None or root is None:
+            return None, None
+        return mod.path.parent, root
+
+    def _resolve_chain(
+        self,
+        mod: _Module,
+        chain: list[str],
+        local_imports: dict[str, tuple[str, str | None]],
+        tracked: frozenset[str],
+        todo: list[tuple[str, str]],
+    ) -> None:
+        """Queue the symbol that ``a.b.c`` (``chain``) names in ``mod``: a definition of ``mod``, or an imported
+        name, following attributes through modules (``envs.pendulum.step`` is ``step`` of ``envs.pendulum``)."""
+        head, rest = chain[0], chain[1:]
+        binding = local_imports.get(head) or mod.imports.get(head)
+        if binding is None:
+            if head in mod.defs:
+                todo.append((mod.name, head))
+            return
+        target, attr = binding
+        if attr is not None:
+            if self._module(f"{target}.{attr}", tracked) is None:
+                todo.append((target, attr))
+                return
+            target = f"{target}.{attr}"
+        for part in rest:
+            if self._module(f"{target}.{part}", tracked) is not None:
+                target = f"{target}.{part}"
+                continue
+            todo.append((target, part))
+            return
+        todo.append((target, ""))
 
 
-def _module_name(path: Path, root: Path) -> tuple[str | None, bool]:
-    try:
-        rel = path.relative_to(root).with_suffix("")
-    except ValueError:
-        return None, False
-    parts = list(rel.parts)
-    if parts and parts[-1] == "__init__":
-        return ".".join(parts[:-1]), True
-    return ".".join(parts), False
+def _attribute_chain(node: ast.Attribute) -> list[str] | None:
+    parts: list[str] = []
+    cur: ast.expr = node
+    while isinstance(cur, ast.Attribute):
+        parts.append(cur.attr)
+        cur = cur.value
+    if not isinstance(cur, ast.Name):
+        return None
+    return [cur.id, *reversed(parts)]
+
+
+def _split_fn(fn: str) -> tuple[str, str]:
+    if not isinstance(fn, str) or ":" not in fn:
+        raise ValueError(f"fn must be 'package.module:function', got {fn!r}")
+    module, _, attr = fn.partition(":")
+    return module, attr.split(".")[0]
+
+
+def _data_files(folder: Path) -> list[Path]:
+    """Data files in ``folder`` and in its sub-folders that are not Python packages (no docs, code, caches)."""
+    out: list[Path] = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.name in _SKIP_DIRS:
+            continue
+        if path.is_dir():
+            if not (path / "__init__.py").exists():
+                out.extend(p for p in sorted(path.rglob("*")) if p.is_file() and _is_data(p))
+        elif _is_data(path):
+            out.append(path)
+    return out
+
+
+def _is_data(path: Path) -> bool:
+    return path.suffix not in _SKIP_SUFFIXES and not path.name.startswith(".") and not any(
+        part in _SKIP_DIRS for part in path.parts
+    )
 
 
 def combine(fingerprints: Iterable[str]) -> str:
