@@ -10,8 +10,23 @@ One module so that all papers decide the same way. Each primitive tests one sub-
   effect is within ``+-equivalence_margin`` of zero (evidence of absence, not absence of evidence);
 - ``inconclusive``: neither (too few seeds, too much noise, or an effect between the two).
 
-If both hold (a significant but tiny effect inside the equivalence band), the claim is ``supported``: a
-significant effect in the claimed direction is support however small; pass ``margin`` to require a size.
+If both hold (an effect in the claimed direction is shown, *and* a TOST shows it inside the equivalence band),
+the outcome is its own: ``effect_below_margin`` (an effect exists but is smaller than the margin the claim
+needs), with the verdict ``inconclusive``: the two one-sided tests give evidence of the same strength both ways,
+so neither rule order nor the design decides it. Pass ``margin`` to require a size for ``supported``.
+
+Beyond the verdict, the module gives what a demanding reader asks of a decisive check:
+
+- a **negative control** (``Decision.to_check(control=...)``): the same rule run on a comparison whose answer
+  is known to be "no effect"; a check whose control comes out ``supported`` is *uninformative* and counts as
+  ``inconclusive`` in :func:`combine`, whatever its own verdict;
+- **headroom** (:func:`headroom`, :func:`random_search_recall`): the best the baseline can do at this budget
+  and the largest effect the design can show; a check whose headroom is below the paper's effect counts as
+  ``inconclusive``;
+- the **unit of analysis**: :func:`compare` and :func:`compare_to_value` take ``units=`` (the seed, trained
+  model or environment of each value) and refuse repeated units (pooled pseudo-replicates) unless ``pooled=``
+  states why pooling is valid; :func:`per_unit` averages values to one per unit first;
+- **missing arms**: :func:`not_run_check` is the inconclusive check for a decisive arm that did not run.
 
 Confidence intervals are two-sided at level ``1 - 2 alpha`` (90% for ``alpha = 0.05``), the interval
 dual to the one-sided tests: it excludes ``margin`` on the lower side exactly when the one-sided test
@@ -66,6 +81,9 @@ class Decision:
         alpha: the level of both one-sided tests.
         rule: the rule in words, with its thresholds.
         test: the name of the test used.
+        outcome: ``"effect_shown"`` (supported), ``"refuted"`` (not_supported), ``"effect_below_margin"`` (both
+            one-sided tests significant: an effect in the claimed direction inside the equivalence band;
+            verdict inconclusive) or ``"undecided"``; derived from the p-values.
     """
 
     verdict: Verdict
@@ -80,6 +98,10 @@ class Decision:
     rule: str
     test: str
 
+    @property
+    def outcome(self) -> str:
+        return _outcome(self.verdict, self.p_value, self.p_refute, self.alpha)
+
     def describe(self) -> str:
         """The evidence in words: ``"mean difference (method - baseline) +0.120, 90% CI [0.050, 0.190],
         one-sided p = 0.003 (paired t-test, n = 10)"``."""
@@ -93,7 +115,9 @@ class Decision:
             f"[{_num(lo)}, {_num(hi)}], one-sided p {_p(self.p_value)}"
             + (f", refuting p {_p(self.p_refute)}" if math.isfinite(self.p_refute) else "")
             + f" ({self.test}, n = {self.n})"
-        )
+            + ("; both one-sided tests significant: an effect in the claimed direction that is shown smaller "
+               "than the equivalence margin (effect_below_margin)" if self.outcome == "effect_below_margin" else "")
+        )  # fmt: skip
 
     def to_check(
         self,
@@ -103,9 +127,31 @@ class Decision:
         evidence: str | None = None,
         decisive: bool = True,
         power: float | None = None,
+        control: Decision | ClaimCheck | None = None,
+        control_claim: str = "",
+        headroom: Headroom | None = None,
     ) -> ClaimCheck:
-        """This decision as a report :class:`ClaimCheck`; ``evidence`` is prepended to :meth:`describe`."""
+        """This decision as a report :class:`ClaimCheck`; ``evidence`` is prepended to :meth:`describe`.
+
+        Args:
+            control: the same rule run on the negative control (an arm known to have no effect); when it comes
+                out ``supported`` the check is uninformative and cannot decide the verdict.
+            control_claim: the control in words ("epsilon-greedy with constant epsilon has sublinear regret").
+            headroom: what the design allows (:func:`headroom`); below the paper's effect the check cannot decide.
+        """
         text = self.describe() if evidence is None else f"{evidence}; {self.describe()}"
+        control_dict = None
+        if control is not None:
+            if not isinstance(control, (Decision, ClaimCheck)):
+                raise TypeError(f"control must be a Decision or a ClaimCheck, got {type(control).__name__}")
+            control_dict = _control_dict(control, control_claim)
+            text += f"; negative control ({control_dict['claim'] or 'no-effect arm'}): {control_dict['verdict']}"
+            if control_dict["verdict"] == "supported":
+                text += " (the rule finds an effect where there is none: this check is uninformative)"
+        if headroom is not None:
+            if not isinstance(headroom, Headroom):
+                raise TypeError(f"headroom must be a Headroom (from decide.headroom), got {type(headroom).__name__}")
+            text += f"; headroom: {headroom.text}"
         return ClaimCheck(
             claim=claim,
             verdict=self.verdict,
@@ -120,7 +166,26 @@ class Decision:
             power=power,
             n=self.n,
             decisive=decisive,
+            outcome=self.outcome,
+            control=control_dict,
+            headroom=headroom.to_dict() if headroom is not None else None,
         )
+
+
+def _control_dict(control: Decision | ClaimCheck, claim: str) -> dict[str, Any]:
+    if isinstance(control, Decision):
+        ci = list(control.ci) if all(math.isfinite(c) for c in control.ci) else None
+        return {"claim": claim, "verdict": control.verdict, "effect": _finite_or_none(control.effect),
+                "ci": ci, "p_value": _finite_or_none(control.p_value), "evidence": control.describe()}  # fmt: skip
+    return {"claim": claim or control.claim, "verdict": control.verdict, "effect": control.effect,
+            "ci": list(control.ci) if control.ci is not None else None, "p_value": control.p_value,
+            "evidence": control.evidence}  # fmt: skip
+
+
+def _outcome(verdict: str, p_support: float, p_refute: float, alpha: float) -> str:
+    if math.isfinite(p_support) and math.isfinite(p_refute) and p_support < alpha and p_refute < alpha:
+        return "effect_below_margin"
+    return {"supported": "effect_shown", "not_supported": "refuted"}.get(verdict, "undecided")
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -146,9 +211,13 @@ def _p(p: float) -> str:
 
 
 def _verdict(p_support: float, p_refute: float, alpha: float) -> Verdict:
-    if math.isfinite(p_support) and p_support < alpha:
+    shown = math.isfinite(p_support) and p_support < alpha
+    refuted = math.isfinite(p_refute) and p_refute < alpha
+    if shown and refuted:  # effect_below_margin: evidence of equal strength both ways (see module docstring)
+        return "inconclusive"
+    if shown:
         return "supported"
-    if math.isfinite(p_refute) and p_refute < alpha:
+    if refuted:
         return "not_supported"
     return "inconclusive"
 
@@ -322,6 +391,8 @@ def compare(
     alpha: float = 0.05,
     test: Literal["t", "rank"] = "t",
     effect_name: str = "",
+    units: Sequence[Any] | tuple[Sequence[Any], Sequence[Any]] | None = None,
+    pooled: str | None = None,
 ) -> Decision:
     """Is ``method`` better than ``baseline``? A one-sided comparison of means (or locations).
 
@@ -341,11 +412,24 @@ def compare(
         test: ``"t"`` (means) or ``"rank"`` (locations: Hodges-Lehmann-free median difference for paired
             data, difference of medians for unpaired, percentile-bootstrap interval with a fixed seed).
         effect_name: what the effect is, for the report.
+        units: the independent unit of each value (seed, trained model, environment): one sequence for paired
+            data (the unit of each pair), a pair of sequences for unpaired data. Repeated units are refused.
+        pooled: why several values of one unit may be pooled as independent (otherwise they are refused).
     """
     alpha = _check_alpha(alpha)
     alternative = _check_alternative(alternative)
     margin = _check_margin("margin", margin)
     eq = _check_margin("equivalence_margin", equivalence_margin, positive=True)
+    if units is not None:
+        if paired:
+            _check_units(units, len(method), pooled, "method")
+        else:
+            if not (isinstance(units, tuple) and len(units) == 2):
+                raise ValueError("units of an unpaired comparison must be (units of method, units of baseline)")
+            _check_units(units[0], len(method), pooled, "method")
+            _check_units(units[1], len(baseline), pooled, "baseline")
+    else:
+        _check_units(None, 0, pooled, "method")
     if not isinstance(paired, bool):
         raise TypeError(f"paired must be True or False, got {paired!r}")
     if test not in ("t", "rank"):
@@ -422,14 +506,18 @@ def compare_to_value(
     alpha: float = 0.05,
     test: Literal["t", "rank"] = "t",
     effect_name: str = "",
+    units: Sequence[Any] | None = None,
+    pooled: str | None = None,
 ) -> Decision:
     """Do the values exceed (or stay below) a bar that the paper itself states?
 
     For claims such as "coverage stays above 0.9 - 0.02" or "success above 80%" measured over seeds.
     ``effect`` is the mean (or median); the claim is ``mean > value`` (``"greater"``) or ``mean < value``
     (``"less"``); the refuting test is the other side of ``value``. For a claim of *equality* with a value
-    use :func:`equivalence` (``baseline=value``).
+    use :func:`equivalence` (``baseline=value``). ``units``/``pooled``: as in :func:`compare` (one
+    independent unit per value; repeated units refused unless ``pooled`` says why pooling is valid).
     """
+    _check_units(units, len(values) if units is not None else 0, pooled, "values")
     alpha = _check_alpha(alpha)
     alternative = _check_alternative(alternative)
     value = _check_margin("value", value)
@@ -820,11 +908,24 @@ def combine(checks: Sequence[ClaimCheck], rule: CombineRule = "all") -> tuple[Ve
     """
     decisive = [c for c in checks if c.decisive]
     n = len(decisive)
-    sup = [c.id for c in decisive if c.verdict == "supported"]
-    ref = [c.id for c in decisive if c.verdict == "not_supported"]
-    inc = [c.id for c in decisive if c.verdict == "inconclusive"]
+    # A check whose negative control came out supported, or whose headroom is below the paper's effect, counts
+    # as inconclusive whatever its own verdict (ClaimCheck.effective_verdict).
+    sup = [c.id for c in decisive if c.effective_verdict == "supported"]
+    ref = [c.id for c in decisive if c.effective_verdict == "not_supported"]
+    inc = [c.id for c in decisive if c.effective_verdict == "inconclusive"]
     if n == 0:
         return "inconclusive", [], "no decisive sub-claim could be evaluated"
+    blocked = [c.id for c in decisive if c.effective_verdict != c.verdict]
+    verdict, ids, text = _combine_counts(n, sup, ref, inc, rule)
+    if blocked:
+        text += ("; counted as inconclusive because their negative control came out supported or their headroom "
+                 f"is below the paper's effect: {', '.join(blocked)}")  # fmt: skip
+    return verdict, ids, text
+
+
+def _combine_counts(
+    n: int, sup: list[str], ref: list[str], inc: list[str], rule: CombineRule
+) -> tuple[Verdict, list[str], str]:
     if rule == "all":
         text = (f"supported if all {n} decisive sub-claims are supported; not_supported if any is "
                 "not_supported; otherwise inconclusive")  # fmt: skip
@@ -850,6 +951,125 @@ def combine(checks: Sequence[ClaimCheck], rule: CombineRule = "all") -> tuple[Ve
     if len(ref) > n - rule:
         return "not_supported", ref, text
     return "inconclusive", inc, text
+
+
+def not_run_check(id: str, claim: str, reason: str, *, decisive: bool = True) -> ClaimCheck:
+    """The check of a sub-claim whose deciding arm did not run (``reason``: "the SmolLM2 arms need the
+    `language` extra"): ``inconclusive``, never decided by a substitute arm."""
+    if not isinstance(reason, str) or not reason:
+        raise ValueError("reason must say why the arm did not run, e.g. \"needs the `language` extra\"")
+    return ClaimCheck(claim=claim, verdict="inconclusive", evidence=f"not run: {reason}", id=id,
+                      rule="the deciding arm did not run, so this sub-claim cannot be decided", decisive=decisive,
+                      outcome="not_run")  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Headroom: what the design lets the experiment show
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The best the baseline can do at this budget and the largest effect the experiment can then show.
+
+    Attributes:
+        baseline_best: the baseline's best possible value here (a closed form, e.g. the recall of random search
+            at the query budget, or a measured ceiling).
+        ceiling: the best value the metric can take (1.0 for a rate).
+        max_effect: the largest effect the method can show over the baseline: ``ceiling - baseline_best``
+            (``baseline_best - ceiling`` for a metric where lower is better).
+        paper_effect: the effect the paper reports (the size the check must be able to show).
+        can_decide: ``max_effect >= paper_effect``: otherwise a ceiling, not the method, decides the check.
+        text: the statement in words, for the report.
+    """
+
+    baseline_best: float
+    ceiling: float
+    max_effect: float
+    paper_effect: float
+    can_decide: bool
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"baseline_best": self.baseline_best, "ceiling": self.ceiling, "max_effect": self.max_effect,
+                "paper_effect": self.paper_effect, "can_decide": self.can_decide, "text": self.text}  # fmt: skip
+
+
+def headroom(
+    *, baseline_best: float, ceiling: float, paper_effect: float, alternative: Alternative = "greater", what: str = ""
+) -> Headroom:
+    """State the headroom of a decisive check from its design.
+
+    Args:
+        baseline_best: the best the baseline can do at this budget (e.g. :func:`random_search_recall`).
+        ceiling: the metric's best value (1.0 for a recall or an accuracy; 0 for an error).
+        paper_effect: the effect size the paper reports (positive: an improvement of that size).
+        alternative: ``"greater"`` when higher is better, ``"less"`` when lower is better.
+        what: what the baseline's best is, in words ("random search's closed-form recall at 12 queries a cell").
+    """
+    alternative = _check_alternative(alternative)
+    for name, value in (("baseline_best", baseline_best), ("ceiling", ceiling), ("paper_effect", paper_effect)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+    if paper_effect <= 0:
+        raise ValueError(f"paper_effect must be > 0 (the size of the improvement the paper reports), got {paper_effect}")
+    max_effect = float(ceiling - baseline_best) if alternative == "greater" else float(baseline_best - ceiling)
+    if max_effect < 0:
+        raise ValueError(f"baseline_best {baseline_best} lies beyond the ceiling {ceiling} for alternative {alternative!r}")
+    can = max_effect >= paper_effect
+    text = (f"baseline best {_num(float(baseline_best))}{f' ({what})' if what else ''}, ceiling {_num(float(ceiling))}: "
+            f"the largest effect this design can show is {_num(max_effect)} against the paper's {_num(float(paper_effect))}"
+            + ("" if can else " (below the paper's effect: this check cannot decide)"))  # fmt: skip
+    return Headroom(float(baseline_best), float(ceiling), max_effect, float(paper_effect), can, text)
+
+
+def random_search_recall(failure_rate: float | Sequence[float], queries: int) -> float:
+    """The expected recall of uniform random search with ``queries`` independent queries per cell: the mean over
+    cells of ``1 - (1 - p)^queries``, the chance that a cell whose queries fail with probability ``p`` shows at
+    least one failure. The closed-form ``baseline_best`` of a failure-finding check."""
+    if isinstance(queries, bool) or not isinstance(queries, (int, np.integer)) or queries < 0:
+        raise ValueError(f"queries must be a non-negative int, got {queries!r}")
+    p = _as_values("failure_rate", np.atleast_1d(np.asarray(failure_rate, dtype=float)))
+    if p.size == 0 or np.any(np.isnan(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError("failure_rate must hold probabilities in [0, 1]")
+    return float(np.mean(1.0 - (1.0 - p) ** int(queries)))
+
+
+# --------------------------------------------------------------------------------------------------
+# The unit of analysis
+# --------------------------------------------------------------------------------------------------
+
+
+def per_unit(values: Sequence[float], units: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """One value per independent unit (seed, trained model, environment): the mean of each unit's values, in
+    the order units first appear. Use it before a primitive when several values share a unit."""
+    x = _as_values("values", values)
+    if len(units) != x.size:
+        raise ValueError(f"units must give one unit per value, got {len(units)} units for {x.size} values")
+    order: dict[Any, list[float]] = {}
+    for u, v in zip(units, x):
+        order.setdefault(u, []).append(v)
+    return list(order), np.array([float(np.nanmean(vs)) if not np.all(np.isnan(vs)) else math.nan for vs in order.values()])
+
+
+def _check_units(units: Sequence[Any] | None, n: int, pooled: str | None, what: str) -> None:
+    """Refuse pooled pseudo-replicates: ``units`` must name a distinct independent unit per value, unless
+    ``pooled`` states why pooling is valid."""
+    if pooled is not None and (not isinstance(pooled, str) or not pooled.strip()):
+        raise ValueError("pooled must state why pooling values of one unit is valid (a non-empty str)")
+    if units is None:
+        return
+    if isinstance(units, str) or len(units) != n:
+        raise ValueError(f"units must give one unit (seed, model, environment) per value of {what}: "
+                         f"got {len(units) if not isinstance(units, str) else 'a str'} for {n} values")  # fmt: skip
+    if len(set(units)) != n and pooled is None:
+        repeated = sorted({str(u) for u in units if list(units).count(u) > 1})[:5]
+        raise ValueError(
+            f"{what} has several values for one unit ({', '.join(repeated)}): they are pseudo-replicates, not "
+            "independent samples; average them per unit (decide.per_unit) or pass pooled='why pooling is valid'"
+        )
 
 
 def analysis(

@@ -412,6 +412,14 @@ class ClaimCheck:
         power: the rule's power to say ``supported`` at the paper's effect size and this run's ``n``.
         n: the sample size the rule used (seeds, trials or pairs; ``effect_name`` or ``rule`` says which).
         decisive: whether this check enters the overall verdict (``False``: reported only).
+        outcome: what the rule found, finer than the verdict: ``"effect_shown"``, ``"refuted"``,
+            ``"effect_below_margin"`` (an effect in the claimed direction exists but is shown smaller than the
+            margin the claim needs: both tests significant; the verdict is ``inconclusive``), ``"undecided"``,
+            ``"not_run"`` (a decisive arm did not run); empty for hand-written checks.
+        control: the same rule run on a negative control (an arm known to have no effect), as a dict with
+            ``claim``, ``verdict``, ``effect``, ``ci``, ``p_value``; ``None`` when the check has none.
+        headroom: what the design allows (:class:`icml24.common.decide.Headroom` as a dict: ``baseline_best``,
+            ``ceiling``, ``max_effect``, ``paper_effect``, ``can_decide``, ``text``); ``None`` when not stated.
     """
 
     claim: str
@@ -427,10 +435,32 @@ class ClaimCheck:
     power: float | None = None
     n: int | None = None
     decisive: bool = True
+    outcome: str = ""
+    control: dict[str, JsonValue] | None = None
+    headroom: dict[str, JsonValue] | None = None
+
+    @property
+    def uninformative(self) -> bool:
+        """The negative control came out ``supported``: the rule finds the effect where there is none, so this
+        check cannot decide the verdict."""
+        return self.control is not None and self.control.get("verdict") == "supported"
+
+    @property
+    def limited_by_headroom(self) -> bool:
+        """The design leaves less room than the paper's effect: this check cannot decide the verdict."""
+        return self.headroom is not None and self.headroom.get("can_decide") is False
+
+    @property
+    def effective_verdict(self) -> Verdict:
+        """The verdict this check contributes to the paper's: ``inconclusive`` when it is uninformative (its
+        control came out supported) or limited by headroom, else :attr:`verdict`."""
+        return "inconclusive" if self.uninformative or self.limited_by_headroom else self.verdict
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.control is not None and self.control.get("verdict") not in VERDICTS:
+            raise ValueError(f"control must be a dict with a 'verdict' in {VERDICTS}, got {self.control!r}")
         if not self.id:
             self.id = _slugify(self.claim.split(":")[0])
         if self.ci is not None:
@@ -451,6 +481,11 @@ class ClaimCheck:
             "power": self.power,
             "n": self.n,
             "decisive": self.decisive,
+            "outcome": self.outcome,
+            "control": self.control,
+            "uninformative": self.uninformative,
+            "headroom": self.headroom,
+            "effective_verdict": self.effective_verdict,
         }
 
 
@@ -461,6 +496,8 @@ class Analysis:
 
     ``rule`` states in words how the sub-claims' verdicts combine into ``verdict``; ``decided_by`` lists
     the ids of the checks that decided it (empty: derived by the report from the decisive checks).
+    ``not_run`` lists the arms that were not built at this scale and why (``"LoRA arm: needs the
+    `language` extra"``); the report fills it from :attr:`Reproduction.missing_arms`.
     """
 
     verdict: Verdict
@@ -470,6 +507,7 @@ class Analysis:
     checks: list[ClaimCheck] = field(default_factory=list)
     rule: str = ""
     decided_by: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -498,6 +536,10 @@ class Reproduction:
         required_metrics: per experiment, the metric keys ``analyze`` needs from each of its jobs. A job whose
             metrics lack one is stored as crashed (with the missing keys named), not ok; so is a job that
             returns no metrics at all, declared or not (:func:`check_metrics`).
+        missing_arms: ``scale -> [reason, ...]``: the arms ``build_jobs`` left out at this scale because an
+            optional package is absent (see :func:`missing_extra`); the report lists them, and ``analyze`` must
+            make a check whose decisive arm is missing inconclusive (:func:`icml24.common.decide.not_run_check`),
+            never decide it with a substitute.
     """
 
     slug: str
@@ -507,6 +549,11 @@ class Reproduction:
     deviations: tuple[str, ...] = ()
     scales: tuple[str, ...] = ("smoke", "quick", "full")
     required_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    missing_arms: Callable[[str], list[str]] | None = None
+
+    def not_run(self, scale: str) -> list[str]:
+        """The arms not built at ``scale`` and why (empty when every arm can run here)."""
+        return list(self.missing_arms(scale)) if self.missing_arms is not None else []
 
     def __post_init__(self) -> None:
         for experiment, keys in dict(self.required_metrics).items():
@@ -540,6 +587,19 @@ class Reproduction:
 # --------------------------------------------------------------------------------------------------
 # Helpers for analyze()
 # --------------------------------------------------------------------------------------------------
+
+
+def missing_extra(module: str, extra: str) -> str | None:
+    """``None`` when ``module`` can be imported here, else the reason an arm that needs it is not run
+    (``"needs the `language` extra: pip install 'icml24[language]'"``). For ``build_jobs`` and
+    :attr:`Reproduction.missing_arms`: an arm whose package is missing is recorded as not run, not replaced."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else f"needs the `{extra}` extra: pip install 'icml24[{extra}]'"
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float, int]:

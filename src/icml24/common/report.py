@@ -173,6 +173,8 @@ def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) 
             analysis = Analysis("inconclusive", f"The analysis crashed: {error_last_line(analysis_error)}")
         if errors or missing:
             analysis.summary += f" (Note: {len(errors)} job(s) crashed and {missing} are missing.)"
+        # Arms build_jobs left out (an optional package is absent): listed, never silently substituted.
+        analysis.not_run = list(dict.fromkeys([*analysis.not_run, *repro.not_run(scale)]))
     title, citation, readme = _paper_meta(slug, repro)
     code = store.provenance(jobs).to_dict()
     report = PaperReport(
