@@ -72,6 +72,38 @@ def test_shared_prefix_cache_equals_plain_batch_equals_one_at_a_time(chat):
         np.testing.assert_allclose(row, p, rtol=1e-4, atol=1e-7)
 
 
+def test_output_layer_runs_at_the_read_positions_only_and_matches_the_full_logits_in_float64():
+    """The prefix pass asks for one position's logits and the suffix pass for the distinct last positions;
+    in float64 the letter probabilities equal the full-logits reference (one prompt, ``model(ids)``) to 1e-9."""
+    model, tok = tiny_llama()
+    model = model.double()
+    calls = []
+
+    class Recording(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids=None, attention_mask=None, cache=None, use_cache=None, logits_to_keep=0):
+            out = self.inner(input_ids=input_ids, attention_mask=attention_mask, cache=cache, use_cache=use_cache,
+                             logits_to_keep=logits_to_keep)  # fmt: skip
+            calls.append((logits_to_keep, tuple(out.logits.shape)))
+            return out
+
+    scorer = LetterProbabilityScorer(Recording(model), tok, chat=True, instruction="Say letter.")
+    q = toy_questions(1, seed=3)[0]
+    (scores,) = score_questions(scorer, [q])
+    (prefix_keep, prefix_shape), (suffix_keep, suffix_shape) = calls
+    assert prefix_keep == 1 and prefix_shape[:2] == (1, 1)
+    assert isinstance(suffix_keep, torch.Tensor) and suffix_shape[:2] == (24, len(suffix_keep))
+    for row, order in zip(scores.probs, scores.orders, strict=True):
+        text = scorer.prompt(q.question, [q.options[i] for i in order])
+        ids = torch.tensor([tok.encode(text, add_special_tokens=False)])
+        with torch.no_grad():
+            p = torch.softmax(model(ids).logits[0, -1], -1)[scorer.letter_ids(4)].numpy()
+        np.testing.assert_allclose(row, p, rtol=0, atol=1e-9)
+
+
 def test_letter_scorer_validates_its_arguments():
     model, tok = tiny_llama()
     with pytest.raises(TypeError, match="chat"):

@@ -131,7 +131,7 @@ class LetterProbabilityScorer:
             seqs = [self._encode(self.prompt(question, o)) for o in lists[start : start + self.batch_size]]
             with torch.inference_mode():
                 logits = self._last_logits(seqs)
-            rows.append(torch.softmax(logits.float(), dim=-1)[:, ids].cpu().numpy())
+            rows.append(torch.softmax(logits.double(), dim=-1)[:, ids].cpu().numpy())  # float64: no rounding added
         return np.concatenate(rows).astype(float)
 
     def _last_logits(self, seqs: list[list[int]]):
@@ -153,15 +153,36 @@ class LetterProbabilityScorer:
             mask[i, lcp : lcp + len(s)] = 1
         last = torch.tensor([len(s) - 1 for s in suffixes])
         kwargs: dict[str, Any] = {}
+        # Only the last real position's logits are read: ask the model for the output layer (hidden x vocab,
+        # 576 x 49152 for SmolLM2) there alone, not at every prefix and padding position.
+        keep = self._logits_to_keep_kwarg()
         if lcp:
-            prefix = self.model(torch.tensor([seqs[0][:lcp]]), use_cache=True)
+            prefix = self.model(torch.tensor([seqs[0][:lcp]]), use_cache=True, **({keep: 1} if keep else {}))
             # transformers 5 names the cache ``cache`` (``past_key_values`` is deprecated there)
             cache = prefix["cache"] if "cache" in prefix else prefix.past_key_values
             cache.batch_repeat_interleave(len(seqs))
             kwargs[self._cache_kwarg()] = cache
+        rows = torch.arange(len(seqs))
+        if keep:
+            # a 1-D tensor keeps the same positions in every row: the distinct last positions (usually one or
+            # two, the orders' suffixes differ in length only where option texts tokenise differently)
+            positions, column = torch.unique(last, return_inverse=True)
+            kwargs[keep] = positions
+        else:
+            column = last
         out = self.model(input_ids=ids, attention_mask=mask, use_cache=bool(lcp), **kwargs)
         self.forward_tokens += lcp + int(sum(len(s) for s in suffixes))
-        return out.logits[torch.arange(len(seqs)), last]
+        return out.logits[rows, column]
+
+    def _logits_to_keep_kwarg(self) -> str | None:
+        """``logits_to_keep`` where the model's forward takes it (``transformers`` >= 4.49), else ``None``
+        (the model computes the logits at every position and the last one is read)."""
+        import inspect
+
+        forward = getattr(self.model, "forward", None)
+        if forward is None:
+            return None
+        return "logits_to_keep" if "logits_to_keep" in inspect.signature(forward).parameters else None
 
     def _cache_kwarg(self) -> str:
         """``cache`` in transformers >= 5.x (``past_key_values`` is deprecated there), else ``past_key_values``."""
