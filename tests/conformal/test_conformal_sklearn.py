@@ -99,3 +99,34 @@ def test_one_call_fit_holds_out_the_calibration_share(gaussian_blobs):
     # prefit: fit conformalizes on all of (X, y)
     pre = SplitConformalClassifier(cp.estimator_, prefit=True).fit(X[:120], y[:120])
     assert pre.n_calibration_ == 120
+
+
+def test_marginal_coverage_takes_the_classes_of_string_labels():
+    """Issue 35: the string labels SplitConformalClassifier accepts also go into marginal_coverage (classes=)."""
+    from sklearn.datasets import load_iris
+
+    from icml24.conformal import class_conditional_coverage, covered
+
+    iris = load_iris()
+    X, names = iris.data, iris.target_names[iris.target]
+    order = np.random.default_rng(0).permutation(len(X))
+    X, names = X[order], names[order]
+    cp = SplitConformalClassifier(LogisticRegression(max_iter=500), confidence_level=0.9, random_state=0)
+    cp.fit(X[:100], names[:100])
+    sets = cp.predict_set(X[100:])
+    idx = np.searchsorted(cp.classes_, names[100:])  # classes_ is sorted: the index of each true label
+    assert marginal_coverage(sets, names[100:], classes=cp.classes_) == marginal_coverage(sets, idx)
+    np.testing.assert_array_equal(covered(sets, names[100:], classes=cp.classes_), sets[np.arange(50), idx])
+    np.testing.assert_array_equal(class_conditional_coverage(sets, list(names[100:]), classes=list(cp.classes_)),
+                                  class_conditional_coverage(sets, idx))  # fmt: skip
+    # a permuted column order is honoured: the classes say which column is which label
+    perm = np.array([2, 0, 1])
+    assert marginal_coverage(sets[:, perm], names[100:], classes=cp.classes_[perm]) == marginal_coverage(sets, idx)
+    with pytest.raises(TypeError, match="labels"):
+        marginal_coverage(sets, names[100:])  # strings without classes: refused, as before
+    with pytest.raises(ValueError, match="not in classes.*daisy"):
+        marginal_coverage(sets, np.r_[names[101:], ["daisy"]], classes=cp.classes_)
+    with pytest.raises(ValueError, match="classes must be 1-D with one entry per column"):
+        marginal_coverage(sets, names[100:], classes=cp.classes_[:2])
+    with pytest.raises(ValueError, match="repeat"):
+        marginal_coverage(sets, names[100:], classes=["setosa", "setosa", "virginica"])

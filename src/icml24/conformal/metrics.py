@@ -39,16 +39,47 @@ def _check_sets(sets: np.ndarray, name: str = "sets") -> np.ndarray:
     return s
 
 
-def covered(sets: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """(n,) booleans: does each set contain its true label?"""
+def _label_indices(labels: object, classes: object | None, n_classes: int, n_samples: int) -> np.ndarray:
+    """Class indices of ``labels``: the labels themselves (``classes=None``), or their positions in ``classes``
+    (the column order of the sets, e.g. ``SplitConformalClassifier.classes_``), for labels of any type."""
+    if classes is None:
+        return check_labels(labels, n_classes, n_samples=n_samples)
+    cls = np.asarray(classes)
+    if cls.ndim != 1 or cls.shape[0] != n_classes:
+        raise ValueError(f"classes must be 1-D with one entry per column of sets ({n_classes}), got shape {cls.shape}")
+    index = {c: i for i, c in enumerate(cls.tolist())}
+    if len(index) != n_classes:
+        raise ValueError("classes must not repeat a class")
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"labels must be 1-D (n_samples,), got shape {arr.shape}")
+    if arr.shape[0] != n_samples:
+        raise ValueError(f"labels has {arr.shape[0]} entries but there are {n_samples} samples")
+    values = arr.tolist()
+    unknown = [v for v in values if v not in index]
+    if unknown:
+        raise ValueError(f"labels contains labels not in classes: {sorted(set(map(str, unknown)))[:5]}")
+    return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+
+
+def covered(sets: np.ndarray, labels: np.ndarray, *, classes: object | None = None) -> np.ndarray:
+    """(n,) booleans: does each set contain its true label?
+
+    ``labels`` are class indices (the columns of ``sets``), or, with ``classes`` (the label of each column,
+    e.g. a fitted ``SplitConformalClassifier``'s ``classes_``), labels of any type such as strings.
+    """
     s = _check_sets(sets)
-    y = check_labels(labels, s.shape[1], n_samples=s.shape[0])
+    y = _label_indices(labels, classes, s.shape[1], s.shape[0])
     return s[np.arange(s.shape[0]), y]
 
 
-def marginal_coverage(sets: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of samples whose set contains the true label (NaN for zero samples)."""
-    c = covered(sets, labels)
+def marginal_coverage(sets: np.ndarray, labels: np.ndarray, *, classes: object | None = None) -> float:
+    """Fraction of samples whose set contains the true label (NaN for zero samples).
+
+    ``classes``: the label of each column of ``sets`` (``SplitConformalClassifier.classes_``), so that
+    ``labels`` may be the original labels (strings, say) instead of class indices.
+    """
+    c = covered(sets, labels, classes=classes)
     return float(c.mean()) if c.size else float("nan")
 
 
@@ -130,11 +161,14 @@ def size_stratified_coverage_violation(
     return float(np.max(np.abs(cov - (1 - alpha)))) if cov.size else float("nan")
 
 
-def class_conditional_coverage(sets: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """(K,) coverage among the samples of each class (NaN for a class with no samples)."""
+def class_conditional_coverage(
+    sets: np.ndarray, labels: np.ndarray, *, classes: object | None = None
+) -> np.ndarray:
+    """(K,) coverage among the samples of each class (NaN for a class with no samples); ``classes`` as in
+    :func:`marginal_coverage`."""
     s = _check_sets(sets)
-    cov = covered(s, labels)
-    y = check_labels(labels, s.shape[1], n_samples=s.shape[0])
+    y = _label_indices(labels, classes, s.shape[1], s.shape[0])
+    cov = s[np.arange(s.shape[0]), y]
     count = np.bincount(y, minlength=s.shape[1])
     hits = np.bincount(y, weights=cov, minlength=s.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):

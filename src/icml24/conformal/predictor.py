@@ -173,7 +173,7 @@ class ConformalSetClassifierBase(MetaEstimatorMixin, ClassifierMixin, BaseEstima
         for singleton sets that always hold the true label, and, at a fixed level (where conformal coverage
         is about the level whatever the model), it ranks models by how small their sets are: what
         ``GridSearchCV``/``cross_val_score`` should select on. Plain coverage is
-        ``icml24.conformal.marginal_coverage(self.predict_set(X), y_encoded)``. ``sample_weight`` weights
+        ``icml24.conformal.marginal_coverage(self.predict_set(X), y, classes=self.classes_)``. ``sample_weight`` weights
         both terms.
         """
         sets = self.predict_set(X)

@@ -150,7 +150,8 @@ def test_impute_fills_only_missing_and_beats_mean():
     [
         (np.ones(5), {}, "2D"),
         (np.array([[1.0, np.inf], [0.0, 1.0], [2.0, 3.0]]), {}, "infinity"),
-        (np.array([[np.nan, np.nan], [0.0, 1.0], [2.0, 3.0]]), {}, "no observed"),
+        (np.array([[np.nan, 1.0], [np.nan, 1.0], [np.nan, 3.0]]), {"n_components": 1}, "column with no observed"),
+        (np.array([[np.nan, np.nan], [np.nan, np.nan], [2.0, 3.0]]), {}, "at least 2 rows"),
         (np.ones((5, 2)) + np.arange(10).reshape(5, 2), {"n_components": 3}, "data dimension"),
         (np.arange(10.0).reshape(5, 2), {"n_components": 1, "noise_variance": -1.0}, "noise_variance"),
         (np.arange(10.0).reshape(5, 2), {"n_components": 1, "kernel": "matern"}, "kernel"),
@@ -239,3 +240,65 @@ def test_transform_is_row_order_and_subset_independent():
     y_dup = np.vstack([y, y[:1]])
     md = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=0).fit(y_dup)
     np.testing.assert_allclose(md.transform(y_dup[:1])[0], md.embedding_[[0, 30]].mean(0))
+
+
+def test_row_with_no_observed_entry_gets_the_prior_latent_with_a_warning():
+    """Issue 35: an all-NaN row is not refused; the data say nothing about it, so it keeps the prior N(0, I)."""
+    y = _low_rank_data(30, 6)
+    y_missing = y.copy()
+    y_missing[[4, 17]] = np.nan
+    with pytest.warns(UserWarning, match="2 row.*no observed.*prior") as record:
+        z = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=0).fit_transform(y_missing)
+    assert len(record) == 1  # fit_transform warns once, not once in fit and once in transform
+    with pytest.warns(UserWarning, match="no observed"):
+        m = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=0).fit(y_missing)
+    np.testing.assert_array_equal(m.embedding_[[4, 17]], 0.0)
+    np.testing.assert_array_equal(m.latent_std_[[4, 17]], 1.0)
+    np.testing.assert_array_equal(z, m.embedding_)
+    others = np.setdiff1d(np.arange(30), [4, 17])
+    assert np.isfinite(m.embedding_).all() and np.abs(m.embedding_[others]).sum() > 0
+    # The other rows are fitted exactly as if the empty rows were not there (same draws, same data).
+    ref = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=0).fit(y[others])
+    np.testing.assert_allclose(m.embedding_[others], ref.embedding_, atol=1e-10)
+    filled = m.impute()
+    assert np.isfinite(filled).all()
+    np.testing.assert_allclose(filled[4], m.inverse_transform(np.zeros((1, 2)))[0])
+    with pytest.warns(UserWarning, match="no observed"):
+        z_new = m.transform(np.vstack([np.full(6, np.nan), y[:1] + 0.1]))
+    np.testing.assert_array_equal(z_new[0], 0.0)
+
+
+def test_transform_of_one_new_row_with_a_missing_entry():
+    y = _low_rank_data(30, 6)
+    m = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, transform_n_iter=20, random_state=0).fit(y)
+    row = y[:1] + 0.05
+    row[0, 2] = np.nan  # its column is all-NaN within this one-row batch: still a valid row
+    assert np.isfinite(m.transform(row)).all()
+
+
+def test_feature_names_set_output_and_inverse_transform():
+    pd = pytest.importorskip("pandas")
+    y = _low_rank_data(30, 6)
+    m = AdvisedRFLVM(2, n_iter=30, n_frequencies=5, random_state=0)
+    m.set_output(transform="pandas")
+    frame = pd.DataFrame(y, columns=[f"gene{i}" for i in range(6)])
+    z = m.fit_transform(frame)
+    assert isinstance(z, pd.DataFrame) and list(z.columns) == ["advisedrflvm0", "advisedrflvm1"]
+    assert list(m.get_feature_names_out()) == ["advisedrflvm0", "advisedrflvm1"]
+    np.testing.assert_array_equal(z.to_numpy(), m.embedding_)
+    back = m.inverse_transform(z.to_numpy())
+    np.testing.assert_allclose(back, m.reconstruct(), atol=1e-12)
+    # the reconstruction explains most of the variance of this rank-2 data
+    assert ((back - y) ** 2).sum() < 0.5 * ((y - y.mean(0)) ** 2).sum()
+    with pytest.raises(ValueError, match="n_components"):
+        m.inverse_transform(np.zeros((3, 3)))
+
+
+def test_verbose_prints_the_loss(capsys):
+    AdvisedRFLVM(2, n_iter=20, n_frequencies=3, verbose=4, random_state=0).fit(_low_rank_data(20, 5))
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[AdvisedRFLVM]")]
+    assert len(lines) == 5 and "step 20/20" in lines[-1]
+    AdvisedRFLVM(2, n_iter=20, n_frequencies=3, random_state=0).fit(_low_rank_data(20, 5))
+    assert capsys.readouterr().out == ""
+    with pytest.raises(TypeError, match="verbose"):
+        AdvisedRFLVM(2, n_iter=2, verbose=-1).fit(_low_rank_data(20, 5))

@@ -18,13 +18,14 @@ in :mod:`icml24.gp.advised_rflvm.linear`; the SM kernel prevents the collapse du
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Literal
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted
 from torch.nn import functional as F
 
 from icml24.gp.gaussian import (
@@ -161,11 +162,14 @@ def _check_elbo_args(
         )
 
 
-class AdvisedRFLVM(TransformerMixin, BaseEstimator):
-    """advisedRFLVM as a scikit-learn transformer (``fit`` / ``transform`` / ``fit_transform`` / ``impute``).
+class AdvisedRFLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """advisedRFLVM as a scikit-learn transformer (``fit`` / ``transform`` / ``fit_transform`` / ``impute`` /
+    ``inverse_transform``; ``get_feature_names_out`` gives ``advisedrflvm0, ...``, so ``set_output`` works).
 
     ``NaN`` entries of the data are treated as missing: the likelihood uses only the observed entries of each
-    column (exact per-column Woodbury), and :meth:`impute` fills them with the posterior mean.
+    column (exact per-column Woodbury), and :meth:`impute` fills them with the posterior mean. A row with no
+    observed entry carries no information about its latent: ``fit`` and ``transform`` give it the prior
+    ``N(0, I)`` (latent mean 0, std 1) with a warning, and ``fit`` leaves it out of the optimisation.
 
     Parameters:
         n_components: latent dimension ``Q`` (paper: 2).
@@ -188,6 +192,7 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         transform_n_iter: Adam steps of the MAP search for rows :meth:`transform` has not seen in ``fit``.
         random_state: seed of all draws (initialisation, ε for X and for ω): ``None``, an int or a
             ``numpy.random.RandomState``.
+        verbose: ``0`` is silent; ``k > 0`` prints the loss ``k`` times over the fit (every ``n_iter // k`` steps).
 
     Fitted attributes: ``embedding_`` (latent means, ``(N, Q)``), ``latent_std_``, ``noise_variance_`` (σ² in
     preprocessed units), ``kernel_`` (the fitted kernel module), ``loss_curve_`` (the loss per step: negative
@@ -211,6 +216,7 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         n_eval_draws: int = 10,
         transform_n_iter: int = 300,
         random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -226,6 +232,7 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         self.n_eval_draws = n_eval_draws
         self.transform_n_iter = transform_n_iter
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):  # scikit-learn >= 1.6
         tags = super().__sklearn_tags__()
@@ -263,6 +270,8 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
                 raise TypeError(f"{name} must be a number, got {type(v).__name__}")
             if not math.isfinite(v) or v < 0 or (v == 0 and not lo_ok):
                 raise ValueError(f"{name} must be finite and {'>= 0' if lo_ok else '> 0'}, got {v!r}")
+        if isinstance(self.verbose, bool) or not isinstance(self.verbose, (int, np.integer)) or self.verbose < 0:
+            raise TypeError(f"verbose must be an int >= 0, got {self.verbose!r}")
         if not isinstance(self.learn_noise, (bool, np.bool_)):
             raise TypeError(f"learn_noise must be a bool, got {type(self.learn_noise).__name__}")
         if self.scaling not in ("frobenius", "standard", "none"):
@@ -281,8 +290,18 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         except ValueError as exc:
             msg = str(exc)
             raise ValueError(msg if msg.startswith("X") else f"X: {msg}") from exc
-        if np.isnan(arr).all(axis=1).any() or np.isnan(arr).all(axis=0).any():
-            raise ValueError("X has a row or a column with no observed (non-NaN) entry")
+        empty = np.isnan(arr).all(axis=1)
+        if reset and np.isnan(arr).all(axis=0).any():
+            raise ValueError("X has a column with no observed (non-NaN) entry: its mean and scale are undefined")
+        if reset and (~empty).sum() < 2:
+            raise ValueError("X needs at least 2 rows with an observed (non-NaN) entry")
+        if empty.any():
+            rows = np.flatnonzero(empty)
+            warnings.warn(
+                f"X has {rows.size} row(s) with no observed (non-NaN) entry (first: {rows[:5].tolist()}): they get "
+                "the prior latent N(0, I) (mean 0, std 1), since the data say nothing about them",
+                UserWarning, stacklevel=3,
+            )  # fmt: skip
         return arr
 
     # ------------------------------------------------------------------ fitting
@@ -291,12 +310,15 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         data = self._check_data(X, reset=True)
         n, d = data.shape
         self._check_params(n, d)
-        observed = ~np.isnan(data)
+        observed_all = ~np.isnan(data)
+        keep = observed_all.any(axis=1)  # rows with no observed entry: prior latent, left out of the fit
+        observed = observed_all[keep]
         has_missing = not observed.all()
         if has_missing and self.objective == "official":
             raise ValueError("X has missing (NaN) entries, which objective='official' does not support")
         mean = np.nanmean(data, axis=0)
-        centred = np.where(observed, data - mean, 0.0)
+        centred = np.where(observed, data[keep] - mean, 0.0)
+        n = centred.shape[0]
         if self.scaling == "frobenius":
             scale = np.full(d, np.sqrt((centred**2).sum()))
         elif self.scaling == "standard":
@@ -350,12 +372,16 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
             loss.backward()
             opt.step()
             losses[it] = float(loss.detach())
+            if self.verbose and ((it + 1) % max(1, int(self.n_iter) // int(self.verbose)) == 0 or it == 0):
+                print(f"[AdvisedRFLVM] step {it + 1}/{int(self.n_iter)}  loss {losses[it]:.6g}", flush=True)
         self.mean_ = mean
         self.scale_ = scale
         with torch.no_grad():
             self.noise_variance_ = float(F.softplus(raw_noise) + floor)
-            self.embedding_ = mu_x.detach().numpy().copy()
-            self.latent_std_ = F.softplus(raw_s).detach().numpy().copy()
+            self.embedding_ = np.zeros((len(data), q))
+            self.embedding_[keep] = mu_x.detach().numpy()
+            self.latent_std_ = np.ones((len(data), q))
+            self.latent_std_[keep] = F.softplus(raw_s).detach().numpy()
         self.kernel_ = kern
         self.loss_curve_ = losses
         self.n_iter_ = int(self.n_iter)
@@ -369,12 +395,19 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
             self._row_index.setdefault(_row_key(row), []).append(i)
         self._eval_eps = torch.randn(int(self.n_eval_draws), m, n_freq, q, generator=gen, dtype=DEFAULT_DTYPE)
         with torch.no_grad():
-            mu = torch.as_tensor(self.embedding_, dtype=DEFAULT_DTYPE)
+            mu = torch.as_tensor(self.embedding_[keep], dtype=DEFAULT_DTYPE)
             self._betas = [
                 lowrank_posterior_weights(yt, kern.features(mu, e), self.noise_variance_, mask=mask)
                 for e in self._eval_eps
             ]
         return self
+
+    def fit_transform(self, X: np.ndarray, y: object = None) -> np.ndarray:  # noqa: N803
+        """``fit(X).transform(X)``, warning once (not twice) about rows with no observed entry."""
+        self.fit(X, y)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X has .* no observed", category=UserWarning)
+            return self.transform(X)
 
     def _init_kernel(self, q: int, data_var: float, gen: torch.Generator) -> torch.nn.Module:
         # Initial signal variance 0.9 of the data's, lengthscale 1 in the unit-variance PCA latent space.
@@ -437,13 +470,32 @@ class AdvisedRFLVM(TransformerMixin, BaseEstimator):
         new_rows = []
         for i, row in enumerate(data):
             idx = self._row_index.get(_row_key(row))
-            if idx is None:
+            if idx is None and np.isnan(row).all():
+                out[i] = 0.0  # no observed entry: the prior mean (warned in _check_data)
+            elif idx is None:
                 new_rows.append(i)
             else:
                 out[i] = self.embedding_[idx].mean(0)
         if new_rows:
             out[new_rows] = self._map_latents(data[new_rows])
         return out
+
+    def inverse_transform(self, X: np.ndarray) -> np.ndarray:  # noqa: N803
+        """The data the latents ``X`` (``(n, Q)``) map to: the posterior mean of ``f(x)``, in original units.
+
+        ``inverse_transform(transform(X))`` is the model's reconstruction of ``X`` (:meth:`reconstruct` for
+        the training rows), with every entry filled, observed or not.
+        """
+        check_is_fitted(self, "embedding_")
+        z = check_array(X, dtype=np.float64, input_name="X")
+        if z.shape[1] != self.embedding_.shape[1]:
+            raise ValueError(f"X must have n_components = {self.embedding_.shape[1]} columns, got {z.shape[1]}")
+        f = self._posterior_mean(torch.tensor(z, dtype=DEFAULT_DTYPE)).numpy()
+        return f * self.scale_ + self.mean_
+
+    @property
+    def _n_features_out(self) -> int:  # for ClassNamePrefixFeaturesOutMixin.get_feature_names_out
+        return int(self.embedding_.shape[1])
 
     def _map_latents(self, data: np.ndarray) -> np.ndarray:
         # Each row's objective involves only its own latent, and Adam's update is element-wise, so every row

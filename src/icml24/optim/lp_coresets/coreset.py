@@ -202,10 +202,11 @@ class MultipleLpCoreset(RegressorMixin, BaseEstimator):
     scikit-learn multi-output regressor (it passes ``parametrize_with_checks``).
 
     ``fit(A, B)`` (scikit-learn's ``X, y``: the design matrix ``A`` (n, d) and the ``m`` responses ``B``
-    (n, m) or (n,)) builds the coreset; :meth:`solve` minimises the coreset objective (the weak-coreset
-    solution, (d, m)); ``predict(A_new) = A_new @ solve()`` (no intercept: add a column of ones to ``A`` for
-    one) and ``score`` is scikit-learn's R^2 of those predictions. ``fit`` only builds the coreset, so that
-    its cost is the coreset's; ``predict`` solves on the coreset rows each call (``k`` rows, milliseconds).
+    (n, m) or (n,)) builds the coreset and solves the coreset objective once (the weak-coreset solution,
+    on the ``k`` coreset rows only, so the fit's cost stays the coreset's); ``coef_`` holds that solution in
+    scikit-learn's layout and ``predict(A_new) = A_new @ coef_.T`` (no intercept: add a column of ones to ``A``
+    for one; ``predict`` never re-solves). ``score`` is scikit-learn's R^2 of those predictions.
+    :meth:`solve` re-solves on the coreset, e.g. with other solver options, and returns ``(d, m)``.
 
     Args:
         p: the norm, ``p > 0`` (the solver needs ``p >= 1``).
@@ -219,7 +220,9 @@ class MultipleLpCoreset(RegressorMixin, BaseEstimator):
         random_state: seed or ``np.random.Generator``.
 
     Attributes after :meth:`fit`: ``indices_``, ``weights_``, ``probabilities_`` (q), ``lewis_weights_``,
-    ``X0_`` (the pilot solution), ``A_``, ``B_`` (the coreset rows), ``n_features_in_``, ``n_outputs_``.
+    ``X0_`` (the pilot solution), ``A_``, ``B_`` (the coreset rows), ``coef_`` (the coreset solution
+    transposed, ``(m, d)``, or ``(d,)`` when ``y`` was 1-D, as in ``sklearn.linear_model``; only for
+    ``p >= 1``, which the convex solver needs), ``n_features_in_``, ``n_outputs_``.
     """
 
     def __init__(
@@ -271,14 +274,21 @@ class MultipleLpCoreset(RegressorMixin, BaseEstimator):
         self.B_ = B[cs.indices]
         self.n_outputs_ = int(B.shape[1])
         self._single_output = y.ndim == 1
+        if p >= 1:  # solved once here, so that predict is a matrix product (issue 35)
+            sol = solve_multi_lp(self.A_, self.B_, p, self.weights_).X
+            self.coef_ = sol[:, 0].copy() if self._single_output else sol.T.copy()
+        elif hasattr(self, "coef_"):
+            del self.coef_
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """``X @ solve()``: (n,) when ``fit`` got one response as a 1-D ``y``, else (n, m)."""
+        """``X @ coef_.T``, the coreset solution found in ``fit``: (n,) when ``fit`` got one response as a
+        1-D ``y``, else (n, m)."""
         self._check_fitted()
+        if not hasattr(self, "coef_"):
+            raise ValueError(f"p must be >= 1 to predict (the lp regression solver needs a convex problem), got {self.p}")
         X = _named(lambda: validate_data(self, X, reset=False, dtype=np.float64), "X")
-        out = X @ self.solve()
-        return out[:, 0] if self._single_output else out
+        return X @ self.coef_.T
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
