@@ -210,3 +210,109 @@ def test_show_a_position_paper_with_and_without_a_demonstration(tmp_path):
             assert "No reproduction yet (position)" in res.output
             res = runner.invoke(app, ["reproduce", p.slug, "--store", store])
             assert res.exit_code == 2 and "nothing to run" in res.output
+
+
+def _without_zuko(monkeypatch):
+    """Simulate the subgroups extra absent: ``import zuko`` fails and find_spec says missing."""
+    monkeypatch.setitem(sys.modules, "zuko", None)
+    for name in [m for m in sys.modules if m.startswith("icml24.subgroups")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_a_missing_extra_skips_its_paper_with_one_line(fake_env, tmp_path, monkeypatch):
+    _without_zuko(monkeypatch)
+    store, out = tmp_path / "s.sqlite", tmp_path / "rep"
+    res = runner.invoke(app, ["reproduce", "syflow", "fake-sleepy", "--scale", "smoke", "--workers", "1",
+                              "--store", str(store), "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    skipped = [line for line in res.output.splitlines() if "syflow" in line]
+    assert skipped == ["skipped: syflow needs the subgroups extra: pip install 'icml24[subgroups]'"]
+    assert "fake-sleepy: supported" in res.output and "Traceback" not in res.output
+    # report on a store that holds only other papers: syflow is not even looked at
+    res = runner.invoke(app, ["report", "--store", str(store), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "fake-sleepy: supported" in res.output and "syflow" not in res.output
+    res = runner.invoke(app, ["reproduce", "syflow", "--scale", "smoke", "--store", str(store)])
+    assert res.exit_code == 2 and "nothing to run" in res.output and "Traceback" not in res.output
+
+
+def test_a_failing_import_the_catalogue_did_not_foresee_is_one_line(fake_env, tmp_path, monkeypatch):
+    _without_zuko(monkeypatch)
+    monkeypatch.setattr(catalogue, "extra_installed", lambda extra: True)
+    res = runner.invoke(app, ["reproduce", "syflow", "fake-sleepy", "--scale", "smoke", "--workers", "1",
+                              "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "rep")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "skipped: syflow needs zuko (the subgroups extra): pip install 'icml24[subgroups]'" in res.output
+
+
+def test_show_names_the_extra_and_the_module_api(tmp_path, monkeypatch):
+    import importlib
+
+    store = str(tmp_path / "none.sqlite")
+    res = runner.invoke(app, ["show", "syflow", "--store", store])
+    assert res.exit_code == 0, res.output
+    assert "Extras: subgroups (installed): pip install 'icml24[subgroups]'" in res.output
+    module = importlib.import_module("icml24.subgroups.syflow")
+    for name in module.__all__:  # what the README examples import, not the catalogue's shorter list
+        assert f"  - icml24.subgroups.syflow.{name}\n" in res.output
+    assert "Extras: none" in runner.invoke(app, ["show", "bloop", "--store", store]).output
+    _without_zuko(monkeypatch)
+    res = runner.invoke(app, ["show", "syflow", "--store", store])
+    assert res.exit_code == 0, res.output
+    assert "Extras: subgroups (not installed): pip install 'icml24[subgroups]'" in res.output
+    assert "from the catalogue: icml24.subgroups.syflow does not import here, it needs zuko" in res.output
+
+
+def test_scale_gpu_without_cuda_refuses_in_one_line_unless_forced(fake_env, tmp_path, monkeypatch):
+    import icml24.cli as cli
+
+    monkeypatch.setattr(cli, "_cuda_available", lambda: False)
+    store = tmp_path / "s.sqlite"
+    res = runner.invoke(app, ["reproduce", "sapg", "--scale", "gpu", "--store", str(store)])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "--scale gpu needs a CUDA device" in res.output and "--force" in res.output and not store.exists()
+    # --force passes the check: the run starts (and is interrupted here before any job)
+    import icml24.common.runner as runner_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_module, "run_jobs", interrupted)
+    res = runner.invoke(app, ["reproduce", "sapg", "--scale", "gpu", "--force", "--store", str(store)])
+    assert res.exit_code == 130 and "job(s) at scale 'gpu'" in res.output, res.output
+
+
+def test_seeds_out_of_range_is_one_line(tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    for seeds in (0, 10**4 + 1, 10**12, 10**30):
+        for command in ("reproduce", "report"):
+            res = runner.invoke(app, [command, "--seeds", str(seeds), "--store", store])
+            assert res.exit_code == 2, (command, seeds, res.output)
+            assert res.output.strip() == f"error: --seeds must be between 1 and 10000, got {seeds}"
+
+
+def test_report_without_a_scale_reports_what_the_store_holds(fake_env, tmp_path):
+    store, out = tmp_path / "s.sqlite", tmp_path / "rep"
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "--scale", "smoke", "--workers", "1",
+                              "--store", str(store), "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["report", "--store", str(store), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Reporting 1 paper(s)" in res.output and "1 at scale 'smoke'" in res.output
+    assert json.loads((out / "results.json").read_text())["papers"][0]["scale"] == "smoke"
+    res = runner.invoke(app, ["report", "--scale", "quick", "--store", str(store), "--out", str(out)])
+    assert res.exit_code == 1
+    assert "no jobs of scale 'quick'" in res.output and "it holds smoke (1 paper(s))" in res.output
+
+
+def test_tracebacks_do_not_print_locals():
+    assert app.pretty_exceptions_show_locals is False
+
+
+def test_clip_cuts_at_a_word_boundary_with_an_ellipsis():
+    from icml24.cli import _clip
+
+    text = "the agent loiters near the goal and never leaves"
+    assert _clip(text, 100) == text
+    assert _clip(text, 30) == "the agent loiters near the…"
+    assert len(_clip(text, 30)) <= 30 and _clip("a" * 50, 10) == "a" * 9 + "…"

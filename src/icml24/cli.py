@@ -21,6 +21,7 @@ from icml24.common.paths import HOME_ENV, OUT_ENV, STORE_ENV, default_out, defau
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_show_locals=False,  # a traceback must not print every local (configs, tensors, paths)
     no_args_is_help=True,
     help="Methods of ICML 2024 papers and miniature reproductions of their claims.",
 )
@@ -38,7 +39,19 @@ ScaleOpt = Annotated[
     typer.Option("--scale", click_type=click.Choice(SCALES), help="Scale of the run (smoke: seconds, quick: "
                  "<= 2 min per paper on 2 cores, full: <= 20 min, gpu: the papers that need one)."),
 ]  # fmt: skip
-SeedsOpt = Annotated[int | None, typer.Option("--seeds", min=1, help="Seeds per config (default: the scale's).")]
+MAX_SEEDS = 10_000
+"""The most seeds per config ``--seeds`` takes (the full scale uses 10; a million jobs would exhaust memory)."""
+
+
+def _check_seeds(value: int | None) -> None:
+    """One error line for ``--seeds`` out of 1..MAX_SEEDS (not a MemoryError or OverflowError traceback)."""
+    if value is not None and not 1 <= value <= MAX_SEEDS:
+        raise _fail(f"--seeds must be between 1 and {MAX_SEEDS}, got {value}")
+
+
+SeedsOpt = Annotated[
+    int | None, typer.Option("--seeds", help=f"Seeds per config, 1..{MAX_SEEDS} (default: the scale's).")
+]
 StoreOpt = Annotated[
     Path | None,
     typer.Option("--store", help=f"SQLite results store [default: ${STORE_ENV}, else ${HOME_ENV}/runs/icml24.sqlite, "
@@ -70,6 +83,19 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print one error line and return the exit to raise."""
     err.print(f"[red]error:[/] {escape(message)}")
     return typer.Exit(code=code)
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    head = cut.rsplit(maxsplit=1)[0] if " " in cut.strip() else cut
+    return head.rstrip(" ,;:") + "…"
+
+
+def _skip_line(message: str) -> None:
+    err.print(f"[yellow]skipped:[/] {escape(message)}")
 
 
 def _extras() -> dict:
@@ -163,8 +189,17 @@ def show(
     console.print(f"Claim: {escape(p.claim)}")
     if p.module:
         console.print(f"Module: {p.module}")
-    if p.api:
-        console.print("Public API:\n" + "\n".join(f"  - {a}" for a in p.api))
+    api, why = _public_api(p)
+    if api:
+        console.print(f"Public API{why}:\n" + "\n".join(f"  - {a}" for a in api))
+    if p.extras:
+        missing = p.missing_extras
+        state = " (installed)" if not missing else (
+            f" (not installed: {', '.join(missing)})" if len(p.extras) > 1 else " (not installed)"
+        )
+        console.print(f"Extras: {', '.join(p.extras)}{state}: {escape(p.install_hint)}")
+    elif p.runnable:
+        console.print("Extras: none (the core install runs it)")
     if readme_path is not None:
         console.print(f"README: {readme_path}   (print it: icml24 show {p.slug} --readme)")
     if p.status == "implemented":
@@ -177,6 +212,24 @@ def show(
     else:
         console.print(f"No reproduction yet ({p.status}).")
     _show_store(slug, store)
+
+
+def _public_api(p: catalogue.Paper) -> tuple[list[str], str]:
+    """The names the paper's module exports (``__all__``, what the README examples import), and a note when
+    the module cannot be imported here (then the catalogue's list)."""
+    if not p.module:
+        return list(p.api), ""
+    import importlib
+
+    try:
+        module = importlib.import_module(p.module)
+    except ImportError as exc:
+        what = exc.name if isinstance(exc, ModuleNotFoundError) and exc.name else f"{type(exc).__name__}: {exc}"
+        return list(p.api), f" (from the catalogue: {p.module} does not import here, it needs {escape(what)})"
+    names = getattr(module, "__all__", None)
+    if not names:
+        return list(p.api), ""
+    return [f"{p.module}.{n}" for n in names], ""
 
 
 def _show_store(slug: str, store: Path) -> None:
@@ -197,7 +250,7 @@ def _show_store(slug: str, store: Path) -> None:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(v["created_at"]))
             console.print(
                 f"  [{when}] scale={v['scale']} version={v['version']}: [bold]{v['verdict']}[/] "
-                f"({v['n_ok']} ok, {v['n_error']} crashed, {v['n_missing']} missing)\n    {escape(v['summary'][:600])}"
+                f"({v['n_ok']} ok, {v['n_error']} crashed, {v['n_missing']} missing)\n    {escape(_clip(v['summary'], 600))}"
             )
     if rows:
         console.print("Stored jobs:")
@@ -218,7 +271,7 @@ def _show_code(slug: str, store) -> None:
 
     try:
         repro = get_reproduction(slug)
-    except LookupError:
+    except (LookupError, catalogue.MissingExtra):
         return
     printed = False
     for scale in repro.scales:
@@ -303,13 +356,18 @@ class _Progress:
             self.bar.stop()
 
 
-def _resolve(slugs: list[str], scale: str, *, include_demonstrations: bool = False) -> list[str]:
+def _resolve(
+    slugs: list[str], scale: str | None, *, include_demonstrations: bool = False, among: set[str] | None = None
+) -> list[str]:
     """The papers to run or report at ``scale``: exits 2 with one line for an unknown slug, for a named
     paper that lacks the scale, or when nothing is left (only planned papers named, say). With no slugs:
-    the implemented papers (and the position papers' demonstrations with ``include_demonstrations``)."""
-    from icml24.common.registry import get_reproduction, resolve_slugs
+    the implemented papers (and the position papers' demonstrations with ``include_demonstrations``), only
+    those in ``among`` when given. A paper whose extra is not installed is skipped with one line naming the
+    ``pip install``; the catalogue says what each needs, so no ``reproduce.py`` is imported here.
+    ``scale=None`` checks no scale."""
+    from icml24.common.registry import resolve_slugs
 
-    _extras()  # a broken ICML24_REPRODUCTIONS is one error line
+    extras = _extras()  # a broken ICML24_REPRODUCTIONS is one error line
     res = resolve_slugs(slugs, include_demonstrations=include_demonstrations)
     if res.unknown:
         for name, near in res.unknown:
@@ -318,18 +376,58 @@ def _resolve(slugs: list[str], scale: str, *, include_demonstrations: bool = Fal
         raise typer.Exit(code=2)
     for name, status in res.not_implemented:
         err.print(f"[yellow]skipped:[/] {name} is {status}: it has no reproduction yet.")
-    lacking = {s: get_reproduction(s).scales for s in res.runnable}
-    lacking = {s: sc for s, sc in lacking.items() if scale not in sc}
+    wanted = [s for s in res.runnable if slugs or among is None or s in among]
+    candidates = []
+    for s in wanted:
+        missing = () if s in extras else catalogue.get(s).missing_extras
+        if missing:
+            _skip_line(f"{s} needs the {', '.join(missing)} extra: pip install 'icml24[{','.join(missing)}]'")
+        else:
+            candidates.append(s)
+    lacking = {s: _scales_of(s, extras) for s in candidates}
+    lacking = {s: sc for s, sc in lacking.items() if scale is not None and scale not in sc}
     if slugs and lacking:
         raise _fail(
             f"no {scale!r} scale for "
             + "; ".join(f"{s} (it has {', '.join(sc)})" for s, sc in lacking.items())
         )
-    runnable = [s for s in res.runnable if s not in lacking]
+    runnable = [s for s in candidates if s not in lacking]
     if not runnable:
-        what = "the papers named have no reproduction yet" if slugs else f"no paper has a {scale!r} scale"
-        raise _fail(f"nothing to run: {what}")
+        if len(candidates) < len(wanted):
+            what = "every paper left needs an extra that is not installed"
+        elif slugs:
+            what = "the papers named have no reproduction yet"
+        elif among is not None:
+            what = "the store holds no paper this install can run"
+        else:
+            what = f"no paper has a {scale!r} scale"
+        raise _fail(f"nothing to {'report' if among is not None else 'run'}: {what}", code=1 if among is not None else 2)
     return runnable
+
+
+def _scales_of(slug: str, extras: dict) -> tuple[str, ...]:
+    """A paper's scales, from the catalogue (or the user-registered reproduction)."""
+    return tuple(extras[slug].scales) if slug in extras else catalogue.get(slug).scales
+
+
+def _load(slugs: list[str]) -> dict:
+    """The reproductions of ``slugs`` by slug; one whose import needs a missing extra is skipped with one line."""
+    from icml24.common.registry import get_reproduction
+
+    out = {}
+    for slug in slugs:
+        try:
+            out[slug] = get_reproduction(slug)
+        except catalogue.MissingExtra as exc:
+            _skip_line(str(exc))
+    return out
+
+
+def _cuda_available() -> bool:
+    """Whether torch sees a CUDA device (torch is imported here only for ``--scale gpu``)."""
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def _verdict_line(r) -> str:
@@ -372,21 +470,28 @@ def reproduce(
     ] = None,
     store: StoreOpt = None,
     out: OutOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="Rerun jobs already in the store.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Rerun jobs already in the store; run --scale gpu without a CUDA device.")
+    ] = False,
 ) -> None:
     """Run the reproductions (all implemented papers, or those named), resuming from the store, and
     write the report (index.html, report.md, results.json, figures/)."""
-    from icml24.common.registry import get_reproduction
     from icml24.common.report import analyze_paper
     from icml24.common.runner import RunnerError, RunTerminated, pending_jobs, run_jobs
     from icml24.common.store import ResultStore, StoreError
 
+    _check_seeds(seeds)
     store = store or default_store()
     out = out or default_out()
-    runnable = _resolve(list(slugs or []), scale)
+    repros = _load(_resolve(list(slugs or []), scale))
+    if not repros:
+        raise _fail("nothing to run: every paper left needs an extra that is not installed")
+    if scale == "gpu" and not force and not _cuda_available():
+        raise _fail("--scale gpu needs a CUDA device and none is visible: run --scale full, or pass --force")
+    runnable = list(repros)
     jobs: list[Job] = []
     for slug in runnable:
-        jobs += get_reproduction(slug).jobs(scale, seeds)
+        jobs += repros[slug].jobs(scale, seeds)
     try:
         rs = ResultStore(store)
         todo = len(pending_jobs(jobs, rs, force))
@@ -431,32 +536,75 @@ def reproduce(
         raise typer.Exit(code=1)
 
 
+REPORT_SCALE_ORDER = ("gpu", "full", "quick", "smoke")
+"""The scales, largest first (``report`` without ``--scale`` prefers the larger of two equally complete)."""
+
+
+def _coverage(repro, scale: str, seeds: int | None, store) -> float:
+    """The share of ``repro``'s jobs at ``scale`` that the store holds (ok or crashed)."""
+    jobs = repro.jobs(scale, seeds)
+    return sum(r is not None for r in store.get_many(jobs)) / len(jobs) if jobs else 0.0
+
+
 @app.command()
 def report(
     slugs: Annotated[
-        list[str] | None, typer.Argument(help="Papers (default: every paper with jobs of this scale in the store).")
+        list[str] | None, typer.Argument(help="Papers (default: every paper with jobs in the store).")
     ] = None,
-    scale: ScaleOpt = "quick",
+    scale: Annotated[
+        str | None,
+        typer.Option("--scale", click_type=click.Choice(SCALES),
+                     help="Report this scale [default: per paper, its most complete scale in the store, the larger on a tie]."),
+    ] = None,  # fmt: skip
     seeds: SeedsOpt = None,
     store: StoreOpt = None,
     out: OutOpt = None,
 ) -> None:
     """Rebuild the report from the store without running anything."""
-    from icml24.common.report import analyze_paper, slugs_with_jobs
+    from icml24.common.report import analyze_paper
     from icml24.common.store import ResultStore, StoreError, is_corrupt
 
+    _check_seeds(seeds)
     store = store or default_store()
     out = out or default_out()
     if not store.exists():
         raise _fail(f"no results store at {store} (run `icml24 reproduce` first, or pass --store or set {STORE_ENV})")
-    names = _resolve(list(slugs or []), scale, include_demonstrations=True)
     try:
         rs = ResultStore(store, readonly=True)  # report only reads: it works on a read-only store
-        if not slugs:
-            names = slugs_with_jobs(names, scale, seeds, rs)
-            if not names:
-                raise _fail(f"no jobs of scale {scale!r} in {store}: nothing to report", code=1)
-        reports = [analyze_paper(slug, scale, seeds, rs) for slug in names]
+        # Without names, only the papers with stored rows are looked at: a paper the store does not hold is
+        # never imported, so its missing extra costs nothing.
+        among = None if slugs else set(rs.slugs())
+        repros = _load(_resolve(list(slugs or []), scale, include_demonstrations=True, among=among))
+        names = list(repros)
+        # Per paper and scale: the share of that scale's jobs in the store. Scales share jobs (a smoke job
+        # is also one of full's), so "has a job" is not enough: each paper is reported at its most complete
+        # scale, the largest on a tie.
+        coverage = {s: {sc: _coverage(repros[s], sc, seeds, rs) for sc in REPORT_SCALE_ORDER
+                        if sc in repros[s].scales} for s in names}  # fmt: skip
+        best = {s: max(cov, key=lambda sc, cov=cov: (cov[sc], -REPORT_SCALE_ORDER.index(sc)))
+                for s, cov in coverage.items() if any(cov.values())}  # fmt: skip
+        chosen: dict[str, str] = {}
+        for s in names:
+            if scale is not None:
+                if coverage[s].get(scale, 0) > 0 or slugs:
+                    chosen[s] = scale
+            elif s in best:
+                chosen[s] = best[s]
+            elif slugs:  # a named paper is reported even with no stored jobs (the report says they are missing)
+                chosen[s] = "quick" if "quick" in repros[s].scales else repros[s].scales[0]
+        chosen = {s: chosen[s] for s in names if s in chosen}
+        if not chosen:
+            held = [sc for sc in REPORT_SCALE_ORDER if sc in best.values()]
+            holds = ", ".join(f"{sc} ({sum(b == sc for b in best.values())} paper(s))" for sc in held)
+            if holds:
+                raise _fail(f"no jobs of scale {scale!r} in {store}; it holds {holds}: pass that --scale", code=1)
+            raise _fail(f"no jobs in {store} for this version of icml24: nothing to report", code=1)
+        counts = {sc: sum(v == sc for v in chosen.values()) for sc in dict.fromkeys(chosen.values())}
+        console.print(
+            f"Reporting {len(chosen)} paper(s) from {store}: "
+            + ", ".join(f"{n} at scale {sc!r}" for sc, n in counts.items()) + "."
+        )  # fmt: skip
+        reports = [analyze_paper(slug, sc, seeds, rs) for slug, sc in chosen.items()]
     except StoreError as exc:
         raise _fail(str(exc)) from None
     html_path = _write_report(reports, out)
