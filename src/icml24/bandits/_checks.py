@@ -1,4 +1,5 @@
-"""Argument checks shared by the bandit papers (each error names its argument)."""
+"""Argument checks shared by the bandit papers (each error names its argument); ``positive_int`` is the
+project-wide one of :mod:`icml24.common.validation`."""
 
 from __future__ import annotations
 
@@ -6,14 +7,19 @@ import numbers
 
 import numpy as np
 
+from icml24.common.validation import positive_int
 
-def positive_int(value: object, name: str) -> int:
-    """``value`` as an ``int`` >= 1, or a ``ValueError``/``TypeError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+__all__ = [
+    "actions_array",
+    "integer_array",
+    "means_array",
+    "non_negative_float",
+    "observations_array",
+    "positive_float",
+    "positive_int",
+    "seed_like",
+    "unit_interval",
+]
 
 
 def non_negative_float(value: object, name: str) -> float:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from icml24.common.validation import real_array
 from icml24.conformal._validation import as_probs_array, block_rows, check_alpha, check_probs_block, check_rng
 from icml24.conformal.scores import SCORES, check_raps_params
 
@@ -53,7 +54,7 @@ def conformal_quantile(scores: Sequence[float] | np.ndarray, alpha: float) -> fl
         9.0
     """
     alpha = check_alpha(alpha)
-    s = np.asarray(scores, dtype=np.float64)
+    s = real_array(scores, "scores")
     if s.ndim != 1:
         raise ValueError(f"scores must be 1-D (n_calibration,), got shape {s.shape}")
     n = s.shape[0]

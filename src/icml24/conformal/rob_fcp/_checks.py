@@ -7,14 +7,12 @@ import numbers
 
 import numpy as np
 
+from icml24.common.validation import integer
+
 
 def int_at_least(value: object, name: str, low: int) -> int:
-    """``value`` as an int >= ``low`` (bools and floats refused)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {low}, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value}")
-    return int(value)
+    """``value`` as an int >= ``low`` (bools and floats refused; :func:`icml24.common.validation.integer`)."""
+    return integer(value, name, low=low)
 
 
 def finite_real(value: object, name: str, *, low: float | None = None) -> float:

@@ -26,6 +26,7 @@ from typing import Literal
 
 import numpy as np
 
+from icml24.common.validation import real_array
 from icml24.conformal._validation import check_alpha
 from icml24.conformal.rob_fcp._checks import int_at_least
 from icml24.conformal.rob_fcp.characterization import check_bounds, coarsen_histograms
@@ -56,8 +57,10 @@ def validate_histogram(counts: object, expected_bins: int, num_examples: object 
     """
     expected_bins = int_at_least(expected_bins, "expected_bins", 1)
     try:
-        c = np.asarray(counts, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
+        c = real_array(counts, "counts")
+    except TypeError as exc:
+        return "counts are complex, not real" if "complex" in str(exc) else "counts are not numeric"
+    except (ValueError, OverflowError):
         return "counts are not numeric"
     if c.ndim != 1:
         return f"counts must be 1-D, got shape {c.shape}"

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from icml24.common.validation import positive_int
 from icml24.conformal._validation import check_alpha
 
 __all__ = ["CoverageBound", "rob_fcp_bound"]
@@ -43,12 +44,6 @@ class CoverageBound:
     lower: float
     upper: float
     p_gap: float
-
-
-def _positive_int(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def rob_fcp_bound(
@@ -79,10 +74,10 @@ def rob_fcp_bound(
         >>> round(b.lower, 3), round(b.upper, 3)
         (0.805, 0.995)
     """
-    k = _positive_int(n_clients, "n_clients")
-    kb = _positive_int(n_benign, "n_benign")
-    nb = _positive_int(n_per_client, "n_per_client")
-    h = _positive_int(n_bins, "n_bins")
+    k = positive_int(n_clients, "n_clients")
+    kb = positive_int(n_benign, "n_benign")
+    nb = positive_int(n_per_client, "n_per_client")
+    h = positive_int(n_bins, "n_bins")
     alpha = check_alpha(alpha)
     beta = check_alpha(beta, "beta")
     if kb > k:
@@ -95,7 +90,7 @@ def rob_fcp_bound(
         )
     if not 0.0 <= float(eps) < 1.0:
         raise ValueError(f"eps must be in [0, 1), got {eps!r}")
-    n = nb if n_total is None else _positive_int(n_total, "n_total")
+    n = nb if n_total is None else positive_int(n_total, "n_total")
     p_gap = h * norm.ppf(1.0 - beta / (2.0 * h * kb)) / (2.0 * np.sqrt(nb)) * (1.0 + 2.0 * tau / (1.0 - tau))
     lower = 1.0 - alpha - p_gap - (eps * n + 1.0) / (n + kb)
     upper = 1.0 - alpha + eps + kb / (n + kb) + p_gap

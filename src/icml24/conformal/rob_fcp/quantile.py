@@ -26,6 +26,7 @@ from typing import Literal
 
 import numpy as np
 
+from icml24.common.validation import real_array
 from icml24.conformal._validation import check_alpha
 from icml24.conformal.calibration import conformal_rank
 from icml24.conformal.rob_fcp._checks import int_at_least
@@ -99,7 +100,7 @@ def histogram_quantile(
     Returns:
         ``lo + (h + 1)(hi - lo) / H`` for the bin ``h`` holding the rank, or ``+inf``.
     """
-    c = np.asarray(counts, dtype=np.float64)
+    c = real_array(counts, "counts")
     if not np.isfinite(c).all() or (c < 0).any() or not np.array_equal(c, np.round(c)):
         raise ValueError("counts must be finite, non-negative and integer-valued")
     if c.ndim == 2:

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from icml24.common.validation import real_array
+
 __all__ = ["DEFAULT_MAX_WEIGHT_RATIO", "cap_counts", "cap_scores", "check_max_weight_ratio", "weight_cap"]
 
 DEFAULT_MAX_WEIGHT_RATIO: float = 3.0
@@ -43,7 +45,7 @@ def check_max_weight_ratio(max_weight_ratio: object) -> float | None:
 def weight_cap(sizes: Sequence[float] | np.ndarray, max_weight_ratio: float | None) -> float:
     """``max_weight_ratio * median(sizes)`` (at least 1), or ``inf`` without a cap."""
     ratio = check_max_weight_ratio(max_weight_ratio)
-    s = np.asarray(sizes, dtype=np.float64)
+    s = real_array(sizes, "sizes")
     if ratio is None or s.size == 0:
         return math.inf
     return max(1.0, math.floor(ratio * float(np.median(s))))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from icml24.common.validation import integer, positive_int, probability, real
 from icml24.multimodal.crossget.model import MergeConfig, TinyCLIP
 from icml24.multimodal.crossget.retrieval import SceneTextEncoder, content_ids, retrieval_recall
 from icml24.multimodal.scenes import SceneBatch, SceneConfig, generate_scenes
@@ -44,17 +45,11 @@ class CLIPTrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"warmup must be an int >= 0, got {self.warmup!r}")
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}")
-        if not (isinstance(self.weight_decay, (int, float)) and 0 <= self.weight_decay < math.inf):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
-        if not (isinstance(self.js_weight, (int, float)) and 0 <= self.js_weight <= 1):
-            raise ValueError(f"js_weight must lie in [0, 1], got {self.js_weight!r}")
+            positive_int(getattr(self, name), name)
+        integer(self.warmup, "warmup", low=0)
+        real(self.lr, "lr", low=0.0, low_open=True)
+        real(self.weight_decay, "weight_decay", low=0.0)
+        probability(self.js_weight, "js_weight")
 
 
 def train_clip(

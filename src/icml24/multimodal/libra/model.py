@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml24.common.validation import positive_int
 from icml24.language.training import IGNORE_INDEX
 from icml24.language.transformer import KVCache, TransformerLM, _apply_rope, rope_cos_sin
 
@@ -55,12 +56,6 @@ __all__ = [
     "libra_loss",
     "route",
 ]
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 # --------------------------------------------------------------------------------------------------
@@ -102,7 +97,7 @@ class LibraConfig:
 
     def __post_init__(self) -> None:
         for name in ("down_ratio", "bridge_rank", "n_codebooks", "codebook_size", "feature_dim", "max_vision_tokens"):
-            _positive_int(name, getattr(self, name))
+            positive_int(getattr(self, name), name)
         for name in ("use_bridge", "use_codes", "use_features", "use_position_embedding"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -142,11 +137,11 @@ class LibraLinear(nn.Module):
 
     def __init__(self, in_features: int, out_features: int, *, down_ratio: int = 4, rank: int | None = None) -> None:
         super().__init__()
-        _positive_int("in_features", in_features)
-        _positive_int("out_features", out_features)
-        _positive_int("down_ratio", down_ratio)
+        positive_int(in_features, "in_features")
+        positive_int(out_features, "out_features")
+        positive_int(down_ratio, "down_ratio")
         if rank is not None:
-            _positive_int("rank", rank)
+            positive_int(rank, "rank")
         inner = rank if rank is not None else out_features // down_ratio
         if inner < 1:
             raise ValueError(f"down_ratio ({down_ratio}) must not exceed out_features ({out_features})")
@@ -234,7 +229,7 @@ class LibraKVCache:
     two views coincide and only the text view is kept."""
 
     def __init__(self, n_layers: int) -> None:
-        _positive_int("n_layers", n_layers)
+        positive_int(n_layers, "n_layers")
         self.text: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
         self.vision: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
         self.vision_run: torch.Tensor | None = None
@@ -281,7 +276,7 @@ class VisualInputEmbedding(nn.Module):
         super().__init__()
         if not isinstance(config, LibraConfig):
             raise TypeError(f"config must be a LibraConfig, got {type(config).__name__}")
-        _positive_int("d_model", d_model)
+        positive_int(d_model, "d_model")
         if config.use_codes and d_model % config.n_codebooks:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_codebooks ({config.n_codebooks})")
         self.config = config

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml24.common.validation import positive_int
 from icml24.language.tokenizers import WordTokenizer
 from icml24.language.training import cosine_with_warmup
 from icml24.multimodal.libra.data import PatchTokenizer, build_caption_batch, caption_scores
@@ -84,9 +85,7 @@ class CaptionTrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            positive_int(getattr(self, name), name)
         w = self.warmup_fraction
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not (math.isfinite(w) and 0 <= w <= 1):
             raise ValueError(f"warmup_fraction must be a number in [0, 1], got {w!r}")

@@ -21,8 +21,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from icml24.common.validation import integer, positive_int
 from icml24.multimodal.memvp.backends import LMBackend, greedy_generate
-from icml24.multimodal.memvp.memory import VisualProjector, _check_ids, _check_int
+from icml24.multimodal.memvp.memory import VisualProjector, _check_ids
 
 __all__ = ["InputSpaceConfig", "InputSpacePrompting"]
 
@@ -45,9 +46,9 @@ class InputSpaceConfig:
     """Module names LoRA adapts (Llama naming)."""
 
     def __post_init__(self) -> None:
-        _check_int("feature_dim", self.feature_dim)
-        _check_int("projector_hidden", self.projector_hidden)
-        _check_int("lora_rank", self.lora_rank, low=0)
+        positive_int(self.feature_dim, "feature_dim")
+        positive_int(self.projector_hidden, "projector_hidden")
+        integer(self.lora_rank, "lora_rank", low=0)
         a = self.lora_alpha
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not (math.isfinite(a) and a > 0):
             raise ValueError(f"lora_alpha must be a positive finite number, got {a!r}")
@@ -160,7 +161,7 @@ class InputSpacePrompting(nn.Module):
         """Greedy continuation of equal-length prompts with a KV cache (which holds the ``n`` visual tokens
         too); returns ``(B, max_new_tokens)`` ids."""
         _check_ids(input_ids)
-        _check_int("max_new_tokens", max_new_tokens)
+        positive_int(max_new_tokens, "max_new_tokens")
         b = input_ids.shape[0]
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         n = 0 if features is None else features.shape[1]

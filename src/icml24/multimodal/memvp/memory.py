@@ -35,17 +35,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml24.common.validation import positive_int
 from icml24.multimodal.memvp.backends import LMBackend, greedy_generate
 
 __all__ = ["MemVP", "MemVPConfig", "MemoryFFN", "VisualProjector", "memory_flops_per_token"]
 
 Activation = Literal["silu", "relu", "gelu"]
 _ACTIVATIONS = {"silu": F.silu, "relu": F.relu, "gelu": F.gelu}
-
-
-def _check_int(name: str, value: object, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
 def _check_real(name: str, value: object, *, low: float = 0.0, high: float = math.inf, open_high: bool = False) -> None:
@@ -82,9 +78,9 @@ class MemVPConfig:
     """Standard deviation of ``P``'s initialisation."""
 
     def __post_init__(self) -> None:
-        _check_int("feature_dim", self.feature_dim)
-        _check_int("num_slots", self.num_slots)
-        _check_int("projector_hidden", self.projector_hidden)
+        positive_int(self.feature_dim, "feature_dim")
+        positive_int(self.num_slots, "num_slots")
+        positive_int(self.projector_hidden, "projector_hidden")
         _check_real("scale", self.scale)
         _check_real("feature_scale", self.feature_scale)
         _check_real("dropout", self.dropout, high=1.0, open_high=True)
@@ -106,7 +102,7 @@ class VisualProjector(nn.Module):
     def __init__(self, *, in_features: int, hidden: int, out_features: int) -> None:
         super().__init__()
         for name, v in (("in_features", in_features), ("hidden", hidden), ("out_features", out_features)):
-            _check_int(name, v)
+            positive_int(v, name)
         self.fc1 = nn.Linear(in_features, hidden)
         self.fc2 = nn.Linear(hidden, out_features)
         for fc in (self.fc1, self.fc2):
@@ -165,8 +161,8 @@ class MemoryFFN(nn.Module):
 def memory_flops_per_token(num_slots: int, hidden_size: int) -> int:
     """Extra matmul FLOPs of the memory branch per token and layer: ``2 · (2 m d)`` (two products of
     ``m d`` multiply-adds each, counted as 2 FLOPs per multiply-add as in :mod:`icml24.vision.flops`)."""
-    _check_int("num_slots", num_slots)
-    _check_int("hidden_size", hidden_size)
+    positive_int(num_slots, "num_slots")
+    positive_int(hidden_size, "hidden_size")
     return 4 * num_slots * hidden_size
 
 
@@ -277,7 +273,7 @@ class MemVP(nn.Module):
         """Greedy continuation of equal-length prompts with a KV cache; returns ``(B, max_new_tokens)`` ids.
         The memory is computed once per image, as in the official ``generate``."""
         _check_ids(input_ids)
-        _check_int("max_new_tokens", max_new_tokens)
+        positive_int(max_new_tokens, "max_new_tokens")
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         was = self.training
         self.eval()

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml24.common.validation import integer, positive_int
 from icml24.language.tokenizers import WordTokenizer
 from icml24.language.training import IGNORE_INDEX, TrainConfig, lm_loss, train_lm
 from icml24.multimodal.frozen_lm import qa_prompt
@@ -54,9 +55,7 @@ class FineTuneConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            positive_int(getattr(self, name), name)
         for name, hi in (("lr", math.inf), ("weight_decay", math.inf), ("warmup_fraction", 1.0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and 0 <= v <= hi):
@@ -110,7 +109,7 @@ def make_vqa_data(batch: SceneBatch, tokenizer: WordTokenizer, encoder: nn.Modul
         raise TypeError(f"tokenizer must be a WordTokenizer, got {type(tokenizer).__name__}")
     if encoder is not None and not callable(encoder):
         raise TypeError(f"encoder must be callable (images -> features) or None, got {type(encoder).__name__}")
-    _check_count("chunk", chunk)
+    positive_int(chunk, "chunk")
     texts = [f"{qa_prompt(q)} {a}" for q, a in zip(batch.questions, batch.answers, strict=True)]
     ids, mask = tokenizer.batch(texts, bos=True)
     answer_pos = mask.sum(1) - 2
@@ -126,11 +125,6 @@ def make_vqa_data(batch: SceneBatch, tokenizer: WordTokenizer, encoder: nn.Modul
 def _check_model(model: object) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (MemVP or InputSpacePrompting), got {type(model).__name__}")
-
-
-def _check_count(name: str, value: object, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
 def _check_ids(name: str, value: object) -> None:
@@ -154,7 +148,7 @@ def finetune_vqa(model: nn.Module, data: VQAData, config: FineTuneConfig, *, see
         raise TypeError(f"config must be a FineTuneConfig, got {type(config).__name__}")
     if not isinstance(data, VQAData):
         raise TypeError(f"data must be a VQAData, got {type(data).__name__}")
-    _check_count("seed", seed, low=0)
+    integer(seed, "seed", low=0)
     if not isinstance(use_images, bool):
         raise TypeError(f"use_images must be True or False, got {use_images!r}")
 
@@ -178,7 +172,7 @@ def evaluate_vqa(model: nn.Module, data: VQAData, *, use_images: bool = True, ba
     _check_model(model)
     if not isinstance(data, VQAData):
         raise TypeError(f"data must be a VQAData, got {type(data).__name__}")
-    _check_count("batch_size", batch_size)
+    positive_int(batch_size, "batch_size")
     was = model.training
     model.eval()
     correct = []
@@ -212,7 +206,7 @@ def time_train_step(model: nn.Module, input_ids: torch.Tensor, attention_mask: t
     """Median seconds of one training step (forward, answer loss, backward, AdamW step) over ``repeats``."""
     _check_model(model)
     _check_ids("input_ids", input_ids)
-    _check_count("repeats", repeats)
+    positive_int(repeats, "repeats")
     if not isinstance(labels, torch.Tensor) or labels.shape != input_ids.shape:
         raise ValueError(f"labels must be a tensor of the shape of input_ids {tuple(input_ids.shape)}")
     params = [p for p in model.parameters() if p.requires_grad]
@@ -234,8 +228,8 @@ def time_generation(model: nn.Module, input_ids: torch.Tensor, features: torch.T
     """Median seconds of greedy generation of ``max_new_tokens`` tokens (prompt + cached decoding)."""
     _check_model(model)
     _check_ids("input_ids", input_ids)
-    _check_count("max_new_tokens", max_new_tokens)
-    _check_count("repeats", repeats)
+    positive_int(max_new_tokens, "max_new_tokens")
+    positive_int(repeats, "repeats")
     model.generate(input_ids, features, max_new_tokens=max_new_tokens)  # warm-up
     return _median_time(lambda: model.generate(input_ids, features, max_new_tokens=max_new_tokens), repeats)
 

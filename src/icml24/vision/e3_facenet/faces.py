@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from icml24.common.validation import positive_int
 from icml24.language.tokenizers import WordTokenizer
 
 __all__ = [
@@ -57,14 +58,6 @@ _GLASSES = torch.tensor([0.20, 0.25, 0.65])
 _MOUTH = torch.tensor([0.70, 0.10, 0.15])
 _LIGHT = torch.tensor([-0.35, 0.45, 1.0]) / math.sqrt(0.35**2 + 0.45**2 + 1.0)
 _RADII = torch.tensor([0.8, 1.0, 0.85])  # the head ellipsoid's half-axes (x: width, y: height, z: depth)
-
-
-def _check_int(name: str, value: object, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 
 def _check_generator(generator: object) -> torch.Generator | None:
@@ -107,7 +100,7 @@ def camera_rays(yaw: torch.Tensor, *, resolution: int, camera: CameraSpec | None
         raise TypeError(f"yaw must be a torch.Tensor of angles in radians, got {type(yaw).__name__}")
     if yaw.dim() != 1 or not torch.is_floating_point(yaw) or not bool(torch.isfinite(yaw).all()):
         raise ValueError(f"yaw must be a finite 1-d float tensor, got shape {tuple(yaw.shape)} and dtype {yaw.dtype}")
-    resolution = _check_int("resolution", resolution)
+    resolution = positive_int(resolution, "resolution")
     camera = CameraSpec() if camera is None else camera
     if not isinstance(camera, CameraSpec):
         raise TypeError(f"camera must be a CameraSpec, got {type(camera).__name__}")
@@ -128,7 +121,7 @@ def camera_rays(yaw: torch.Tensor, *, resolution: int, camera: CameraSpec | None
 
 def sample_attributes(n: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """``n`` attribute vectors drawn uniformly, ``(n, 4)`` long: hair, glasses, smile, skin value indices."""
-    n = _check_int("n", n)
+    n = positive_int(n, "n")
     generator = _check_generator(generator)
     cols = [torch.randint(len(v), (n,), generator=generator) for v in ATTRIBUTES.values()]
     return torch.stack(cols, 1)
@@ -165,8 +158,8 @@ def render_toy_faces(
     attributes = _check_attributes(attributes)
     if not isinstance(yaw, torch.Tensor) or yaw.shape != (len(attributes),) or not torch.is_floating_point(yaw):
         raise ValueError(f"yaw must be a float tensor of shape ({len(attributes)},), one angle per face")
-    resolution = _check_int("resolution", resolution)
-    supersample = _check_int("supersample", supersample)
+    resolution = positive_int(resolution, "resolution")
+    supersample = positive_int(supersample, "supersample")
     camera = CameraSpec() if camera is None else camera
     hi = resolution * supersample
     o, d = camera_rays(yaw.float(), resolution=hi, camera=camera)

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from icml24.common.validation import integer, positive_int
 from icml24.language.tokenizers import WordTokenizer
 from icml24.vision.e3_facenet.faces import CameraSpec, camera_rays
 from icml24.vision.e3_facenet.geometry import point_map, volume_render
@@ -47,14 +48,6 @@ __all__ = [
     "TextFeatures",
     "TwoLogitDiscriminator",
 ]
-
-
-def _pos_int(name: str, value: object, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
 
 
 def _tensor(name: str, value: object, shape: Sequence[int | None], *, floating: bool = True) -> torch.Tensor:
@@ -107,11 +100,11 @@ class TextEncoder(nn.Module):
         super().__init__()
         if not isinstance(tokenizer, WordTokenizer):
             raise TypeError(f"tokenizer must be a WordTokenizer, got {type(tokenizer).__name__}")
-        dim, num_heads = _pos_int("dim", dim), _pos_int("num_heads", num_heads)
+        dim, num_heads = positive_int(dim, "dim"), positive_int(num_heads, "num_heads")
         if dim % num_heads:
             raise ValueError(f"dim ({dim}) must be divisible by num_heads ({num_heads})")
         self.tokenizer = tokenizer
-        self.max_length = _pos_int("max_length", max_length)
+        self.max_length = positive_int(max_length, "max_length")
         self.dim = dim
         self.embed = nn.Embedding(tokenizer.vocab_size, dim, padding_idx=tokenizer.pad_id)
         self.embed.weight.requires_grad_(False)
@@ -160,9 +153,9 @@ class MappingNetwork(nn.Module):
     def __init__(self, *, z_dim: int, text_dim: int, w_dim: int, num_layers: int = 3,
                  w_avg_beta: float = 0.995) -> None:  # fmt: skip
         super().__init__()
-        self.z_dim, self.w_dim = _pos_int("z_dim", z_dim), _pos_int("w_dim", w_dim)
-        self.text_dim = _pos_int("text_dim", text_dim, 0)
-        num_layers = _pos_int("num_layers", num_layers)
+        self.z_dim, self.w_dim = positive_int(z_dim, "z_dim"), positive_int(w_dim, "w_dim")
+        self.text_dim = integer(text_dim, "text_dim", low=0)
+        num_layers = positive_int(num_layers, "num_layers")
         if isinstance(w_avg_beta, bool) or not isinstance(w_avg_beta, float) or not 0 <= w_avg_beta < 1:
             raise ValueError(f"w_avg_beta must be a float in [0, 1), got {w_avg_beta!r}")
         self.w_avg_beta = w_avg_beta
@@ -213,9 +206,10 @@ class FiLMNeRF(nn.Module):
     def __init__(self, *, w_dim: int, hidden: int = 64, num_layers: int = 2, feature_channels: int = 16,
                  frequencies: int = 3, sphere_prior: float = 8.0, sphere_radius: float = 0.9) -> None:  # fmt: skip
         super().__init__()
-        w_dim, hidden = _pos_int("w_dim", w_dim), _pos_int("hidden", hidden)
-        num_layers, self.frequencies = _pos_int("num_layers", num_layers), _pos_int("frequencies", frequencies, 0)
-        self.feature_channels = _pos_int("feature_channels", feature_channels)
+        w_dim, hidden = positive_int(w_dim, "w_dim"), positive_int(hidden, "hidden")
+        num_layers = positive_int(num_layers, "num_layers")
+        self.frequencies = integer(frequencies, "frequencies", low=0)
+        self.feature_channels = positive_int(feature_channels, "feature_channels")
         self.sphere_prior, self.sphere_radius = float(sphere_prior), float(sphere_radius)
         in_dim = 3 + 6 * self.frequencies
         dims = [in_dim] + [hidden] * num_layers
@@ -256,8 +250,9 @@ class ModulatedConv2d(nn.Module):
     def __init__(self, *, in_channels: int, out_channels: int, kernel_size: int, w_dim: int,
                  demodulate: bool = True) -> None:  # fmt: skip
         super().__init__()
-        in_channels, out_channels = _pos_int("in_channels", in_channels), _pos_int("out_channels", out_channels)
-        self.kernel_size, w_dim = _pos_int("kernel_size", kernel_size), _pos_int("w_dim", w_dim)
+        in_channels = positive_int(in_channels, "in_channels")
+        out_channels = positive_int(out_channels, "out_channels")
+        self.kernel_size, w_dim = positive_int(kernel_size, "kernel_size"), positive_int(w_dim, "w_dim")
         if not isinstance(demodulate, bool):
             raise TypeError(f"demodulate must be a bool, got {type(demodulate).__name__}")
         self.demodulate = demodulate
@@ -290,8 +285,10 @@ class StyleCodeEnhancer(nn.Module):
 
     def __init__(self, *, channels: int, resolution: int, text_dim: int, w_dim: int, inner_dim: int = 32) -> None:
         super().__init__()
-        self.channels, self.resolution = _pos_int("channels", channels), _pos_int("resolution", resolution)
-        text_dim, w_dim, inner_dim = _pos_int("text_dim", text_dim), _pos_int("w_dim", w_dim), _pos_int("inner_dim", inner_dim)
+        self.channels = positive_int(channels, "channels")
+        self.resolution = positive_int(resolution, "resolution")
+        text_dim, w_dim = positive_int(text_dim, "text_dim"), positive_int(w_dim, "w_dim")
+        inner_dim = positive_int(inner_dim, "inner_dim")
         self.norm = nn.LayerNorm([channels, resolution, resolution])
         self.q = nn.Linear(channels, inner_dim, bias=False)
         self.k = nn.Linear(text_dim, inner_dim, bias=False)
@@ -353,8 +350,8 @@ class E3FaceNetConfig:
     def __post_init__(self) -> None:
         for name in ("z_dim", "w_dim", "mapping_layers", "nerf_hidden", "nerf_layers", "feature_channels",
                      "low_resolution", "samples_per_ray", "upsampler_channels"):  # fmt: skip
-            _pos_int(name, getattr(self, name), 2 if name in ("low_resolution", "samples_per_ray") else 1)
-        _pos_int("text_dim", self.text_dim, 0)
+            integer(getattr(self, name), name, low=2 if name in ("low_resolution", "samples_per_ray") else 1)
+        integer(self.text_dim, "text_dim", low=0)
         if not isinstance(self.style_code_enhancer, bool):
             raise TypeError(f"style_code_enhancer must be a bool, got {type(self.style_code_enhancer).__name__}")
         if self.style_code_enhancer and self.text_dim == 0:
@@ -541,8 +538,9 @@ class TwoLogitDiscriminator(nn.Module):
 
     def __init__(self, *, text_dim: int, channels: int = 32, resolution: int = 16) -> None:
         super().__init__()
-        self.text_dim = _pos_int("text_dim", text_dim, 0)
-        channels, self.resolution = _pos_int("channels", channels), _pos_int("resolution", resolution, 4)
+        self.text_dim = integer(text_dim, "text_dim", low=0)
+        channels = positive_int(channels, "channels")
+        self.resolution = integer(resolution, "resolution", low=4)
         self.trunk = _conv_trunk(channels)
         self.trunk(torch.zeros(1, 3, resolution, resolution))  # materialise the lazy layer
         self.realism = nn.Linear(128, 1)
@@ -581,10 +579,11 @@ class AttributeEncoder(nn.Module):
         super().__init__()
         if isinstance(attribute_sizes, (str, bytes)) or not isinstance(attribute_sizes, Sequence) or not attribute_sizes:
             raise TypeError("attribute_sizes must be a non-empty sequence of ints")
-        self.attribute_sizes = tuple(_pos_int("attribute_sizes", int(s) if not isinstance(s, bool) else s, 2)
-                                     for s in attribute_sizes)  # fmt: skip
-        self.embed_dim, channels = _pos_int("embed_dim", embed_dim), _pos_int("channels", channels)
-        self.resolution = _pos_int("resolution", resolution, 4)
+        self.attribute_sizes = tuple(
+            integer(int(s) if not isinstance(s, bool) else s, "attribute_sizes", low=2) for s in attribute_sizes
+        )
+        self.embed_dim, channels = positive_int(embed_dim, "embed_dim"), positive_int(channels, "channels")
+        self.resolution = integer(resolution, "resolution", low=4)
         self.trunk = _conv_trunk(channels)
         self.trunk(torch.zeros(1, 3, resolution, resolution))
         self.embed = nn.Linear(128, embed_dim)

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from icml24.common.validation import integer, positive_int
 from icml24.vision.e3_facenet.faces import (
     attribute_sizes,
     caption_faces,
@@ -72,14 +73,6 @@ YAW_RANGE = 0.3
 """Training and evaluation yaws lie in ``[-0.3, 0.3]`` rad (the paper's camera ``range_u``)."""
 EVAL_YAWS = (-0.3, -0.15, 0.0, 0.15, 0.3)
 """The five views of every evaluated face (the paper's five-view generation)."""
-
-
-def _pos_int(name: str, value: object, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
 
 
 def _pos_float(name: str, value: object, *, allow_zero: bool = False) -> float:
@@ -132,7 +125,7 @@ def pretrain_semantic_encoders(
     """Train the text and image encoders together on fresh renders (random yaw) and their captions: the
     contrastive loss (captions of one attribute set are all positives) plus the image heads' cross-entropy.
     Returns them frozen (``requires_grad=False``, eval mode)."""
-    steps, batch_size = _pos_int("steps", steps), _pos_int("batch_size", batch_size, 2)
+    steps, batch_size = positive_int(steps, "steps"), integer(batch_size, "batch_size", low=2)
     lr, temperature = _pos_float("lr", lr), _pos_float("temperature", temperature)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
@@ -160,7 +153,7 @@ def pretrain_semantic_encoders(
 def train_attribute_classifier(*, steps: int = 300, batch_size: int = 64, lr: float = 3e-3, seed: int = 0) -> AttributeEncoder:
     """An attribute classifier trained by cross-entropy on fresh renders (random yaw), frozen; the semantic metric
     (its ``accuracy_`` attribute holds its accuracy on 256 held-out renders)."""
-    steps, batch_size = _pos_int("steps", steps), _pos_int("batch_size", batch_size, 2)
+    steps, batch_size = positive_int(steps, "steps"), integer(batch_size, "batch_size", low=2)
     lr = _pos_float("lr", lr)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
@@ -216,9 +209,9 @@ class GANConfig:
     """The EMA half-life is at most this fraction of the images seen so far (StyleGAN2-ADA's ramp-up 0.05)."""
 
     def __post_init__(self) -> None:
-        _pos_int("steps", self.steps, 0)
-        _pos_int("batch_size", self.batch_size, 2)
-        _pos_int("r1_every", self.r1_every)
+        integer(self.steps, "steps", low=0)
+        integer(self.batch_size, "batch_size", low=2)
+        positive_int(self.r1_every, "r1_every")
         _pos_float("lr", self.lr)
         for name in ("r1_gamma", "clip_weight", "reg_weight", "normal_weight", "offset_weight", "nerf_path_weight", "ema_kimg", "ema_rampup"):
             _pos_float(name, getattr(self, name), allow_zero=True)
@@ -281,7 +274,7 @@ def train_e3facenet(
         raise ValueError(f"config.text_dim must be 0 or the text encoder's width {encoders.text.dim}, got {config.text_dim}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    log_every = _pos_int("log_every", log_every)
+    log_every = positive_int(log_every, "log_every")
     tc = train_config
     cond = config.text_dim > 0
     with torch.random.fork_rng():
@@ -414,7 +407,7 @@ def evaluate_generator(
         raise TypeError(f"text_encoder must be a TextEncoder, got {type(text_encoder).__name__}")
     if not isinstance(judge, AttributeEncoder):
         raise TypeError(f"judge must be an AttributeEncoder, got {type(judge).__name__}")
-    prompts = _pos_int("prompts", prompts, 2)
+    prompts = integer(prompts, "prompts", low=2)
     if isinstance(yaws, (str, bytes)) or not isinstance(yaws, Sequence) or len(yaws) < 2:
         raise ValueError("yaws must be a sequence of at least two angles")
     was_training = generator.training
@@ -506,7 +499,7 @@ def optimise_style_codes(
         raise TypeError(f"image_encoder must be an AttributeEncoder, got {type(image_encoder).__name__}")
     if not isinstance(target_text, TextFeatures):
         raise TypeError(f"target_text must be TextFeatures, got {type(target_text).__name__}")
-    steps, lr = _pos_int("steps", steps), _pos_float("lr", lr)
+    steps, lr = positive_int(steps, "steps"), _pos_float("lr", lr)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
     p = target_text.global_.shape[0]
@@ -544,7 +537,7 @@ def time_direct_generation(
     one forward pass per view (all captions batched)."""
     if not isinstance(generator, E3FaceNetGenerator):
         raise TypeError(f"generator must be an E3FaceNetGenerator, got {type(generator).__name__}")
-    repeats = _pos_int("repeats", repeats)
+    repeats = positive_int(repeats, "repeats")
     generator.eval()
     z = torch.randn(len(captions), generator.config.z_dim, generator=torch.Generator().manual_seed(seed))
     times = []

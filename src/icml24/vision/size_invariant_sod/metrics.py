@@ -49,6 +49,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from icml24.common.validation import real_array
+
 from ._checks import check_bool, check_float, check_int
 from .frames import Frames, box_pixels, object_frames
 
@@ -88,13 +90,13 @@ def _prepare(pred: Any, gt: Any) -> tuple[np.ndarray, np.ndarray, bool]:
         raise ValueError(f"pred and gt must be non-empty maps, got shape {p.shape}")
     if p.dtype == bool or not np.issubdtype(p.dtype, np.number):
         raise TypeError(f"pred must be a real-valued saliency map in [0, 1], got dtype {p.dtype}")
-    p = np.asarray(p, dtype=np.float64)
+    p = real_array(p, "pred")  # refuses complex maps (numpy would drop the imaginary part with a warning)
     if not np.isfinite(p).all():
         raise ValueError("pred contains non-finite values (NaN or inf)")
     if p.min() < 0.0 or p.max() > 1.0:
         raise ValueError(f"pred must lie in [0, 1], got values in [{p.min():.4g}, {p.max():.4g}]")
     if g.dtype != bool:
-        gf = g.astype(np.float64)
+        gf = real_array(g, "gt")
         if not np.isfinite(gf).all():
             raise ValueError("gt contains non-finite values (NaN or inf)")
         if gf.min() < 0.0 or gf.max() > 1.0:
