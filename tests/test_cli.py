@@ -316,3 +316,42 @@ def test_clip_cuts_at_a_word_boundary_with_an_ellipsis():
     assert _clip(text, 100) == text
     assert _clip(text, 30) == "the agent loiters near the…"
     assert len(_clip(text, 30)) <= 30 and _clip("a" * 50, 10) == "a" * 9 + "…"
+
+
+def test_the_progress_bar_keeps_the_count_elapsed_and_eta_at_any_width():
+    """The job label is cut to what is left of the line; k/N, elapsed and ETA stay whole (80/120/200 columns)."""
+    import io
+    import re
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from icml24.cli import _Progress
+
+    label = "stochastic-q/deep[agent=sac,env=InvertedPendulum-v5,n=1000,steps=3000,buffer=100000,tau=0.005] seed=7"
+    for width in (80, 120, 200):
+        out = Console(file=io.StringIO(), width=width, color_system=None)
+        progress = _Progress(1234, 17, out=out, tty=True)
+        try:
+            progress("start", SimpleNamespace(label=label), None)
+            shot = Console(file=io.StringIO(), width=width, color_system=None)
+            shot.print(progress.bar.get_renderable())
+            (line,) = shot.file.getvalue().splitlines()
+            assert len(line) <= width, (width, line)
+            assert re.search(r"reproduce .* 17/1234 \d:\d\d:\d\d ETA (-:--:--|\d:\d\d:\d\d) stochastic-q/deep\[a", line), line
+            assert line.endswith(label) == (width == 200) and line.endswith("…") == (width < 200), line
+            progress.status("writing the report", "to reports/latest")
+            shot = Console(file=io.StringIO(), width=width, color_system=None)
+            shot.print(progress.bar.get_renderable())
+            assert "17/1234" in shot.file.getvalue() and "writing the report" in shot.file.getvalue()
+        finally:
+            progress.close()
+
+
+def test_after_the_last_job_the_log_says_what_it_is_doing(fake_env, tmp_path):
+    res = runner.invoke(app, ["reproduce", "fake-sleepy", "--scale", "smoke", "--workers", "1",
+                              "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "rep")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines.index("analysing 1 paper(s)...") < lines.index("writing the report...")
+    assert lines.index("writing the report...") < next(i for i, s in enumerate(lines) if s.startswith("Report: "))

@@ -297,30 +297,69 @@ def _show_code(slug: str, store) -> None:
         )
 
 
+def _progress_bar(out: Console, total: int, bar_width: int):
+    """The rich progress bar: ``reproduce [bar] k/N elapsed ETA remaining label``. Every column but the job
+    label keeps its width (the label is cut to what is left, :meth:`_Progress.label`), so ``k/N``, elapsed
+    and ETA stay visible on a narrow terminal."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )  # fmt: skip
+    from rich.table import Column
+
+    def fixed() -> Column:
+        return Column(no_wrap=True)
+
+    return Progress(
+        TextColumn("[bold]reproduce", table_column=fixed()),
+        BarColumn(bar_width=bar_width, table_column=fixed()),
+        MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=2 * len(str(total)) + 1)),
+        TimeElapsedColumn(table_column=fixed()), TextColumn("ETA", table_column=fixed()),
+        TimeRemainingColumn(table_column=fixed()),
+        TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
+        console=out,
+    )  # fmt: skip
+
+
 class _Progress:
     """A rich progress bar on a terminal, plain log lines otherwise."""
 
-    def __init__(self, total: int, done: int) -> None:
+    def __init__(self, total: int, done: int, *, out: Console | None = None, tty: bool | None = None) -> None:
         self.total, self.done = total, done
-        self.tty = sys.stdout.isatty() and not os.environ.get("CI")
+        self.tty = (sys.stdout.isatty() and not os.environ.get("CI")) if tty is None else tty
         self.start = time.time()
         self.bar = None
         if self.tty:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )  # fmt: skip
-
-            self.bar = Progress(
-                TextColumn("[bold]reproduce"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"), console=console,
-            )  # fmt: skip
+            out = out or console
+            self.bar_width = 10 if out.width < 100 else 20  # a narrow terminal keeps more room for the label
+            self.bar = _progress_bar(out, total, self.bar_width)
             self.task = self.bar.add_task("", total=total, completed=done)
             self.bar.start()
+
+    def label(self, text: str) -> str:
+        """``text`` cut (with an ellipsis) to the width the fixed columns leave on the console's line."""
+        assert self.bar is not None
+        n = len(str(self.total))
+        # reproduce, bar, k/N, elapsed, "ETA", remaining, and one space between each of the seven columns
+        fixed = len("reproduce") + self.bar_width + 2 * n + 1 + 7 + 3 + 7 + 6
+        room = self.bar.console.width - fixed - 1
+        if room < 8:
+            return ""
+        return escape(text if len(text) <= room else text[: room - 1] + "…")
+
+    def status(self, message: str, detail: str = "") -> None:
+        """What the command does after the last job (analysing, writing the report), so it is never silent:
+        on the bar ``message`` and ``detail``; in a log one line per new ``message``."""
+        if self.bar is not None:
+            self.bar.update(self.task, description=self.label(f"{message} {detail}".strip()))
+            self.bar.refresh()
+        elif message != getattr(self, "_said", None):
+            self._said = message
+            print(f"{message}...", flush=True)
 
     def __call__(self, event: str, job: Job, result: JobResult | None) -> None:
         from icml24.common.report import error_last_line
@@ -334,7 +373,7 @@ class _Progress:
             return
         if event == "start":
             if self.bar is not None:
-                self.bar.update(self.task, description=escape(job.label))
+                self.bar.update(self.task, description=self.label(job.label))
             return
         self.done += 1
         assert result is not None
@@ -518,12 +557,17 @@ def reproduce(
     except (StoreError, RunnerError) as exc:
         progress.close()
         raise _fail(str(exc)) from None
-    progress.close()
     try:
-        reports = [analyze_paper(slug, scale, seeds, rs) for slug in runnable]
+        reports = []
+        for i, slug in enumerate(runnable, 1):
+            progress.status(f"analysing {len(runnable)} paper(s)", f"({i}/{len(runnable)}: {slug})")
+            reports.append(analyze_paper(slug, scale, seeds, rs))
+        progress.status("writing the report", f"to {out}")
+        html_path = _write_report(reports, out)
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    html_path = _write_report(reports, out)
+    finally:
+        progress.close()
     for r in reports:
         console.print(_verdict_line(r))
     console.print(
