@@ -194,13 +194,17 @@ def check_metrics(job: Job, metrics: Mapping[str, JsonValue]) -> None:
         )
 
 
-_TIMING_METRIC = re.compile(r"(seconds?|(^|_)sec(_|$)|(^|_)(time|wall|walltime)(_|$)|throughput|_per_s$|_ms$)")
+_TIMING_METRIC = re.compile(
+    r"(seconds?|(^|[_/])sec([_/]|$)|(^|[_/])(time|wall|walltime)([_/]|$)|throughput|_per_s$|_ms$"
+    r"|(^|[_/])(load_\d+min|loadavg|load_avg)([_/]|$))"
+)
 
 
 def is_timing_metric(name: str) -> bool:
-    """Whether a metric is a measured duration or speed (``train_seconds``, ``steps_per_second``,
-    ``sec_per_epoch``, ``wall_time``...). Such metrics are the one exception to "same seed, same
-    numbers": the determinism contract compares every metric but these."""
+    """Whether a metric is a measured duration, speed or machine load (``train_seconds``,
+    ``steps_per_second``, ``sec_per_epoch``, ``wall_time``, ``speed/time_ratio``, ``load_1min``...). Words are
+    delimited by ``_`` or ``/`` (the prefix separator of metric names). Such metrics are the one exception
+    to "same seed, same numbers": the determinism contract compares every metric but these."""
     return bool(_TIMING_METRIC.search(name))
 
 
