@@ -266,6 +266,7 @@ def _show_store(slug: str, store: Path) -> None:
 def _show_code(slug: str, store) -> None:
     """Per scale with stored rows: the code fingerprint and commit(s) they ran at, flagging a dirty tree
     and rows of older code (the report says the same)."""
+    from icml24.common.environment import describe as describe_environment
     from icml24.common.registry import get_reproduction
     from icml24.common.store import StoreError
 
@@ -295,6 +296,9 @@ def _show_code(slug: str, store) -> None:
             f"  {scale}: {prov.n_current} job(s) at the current fingerprint {prov.fingerprint[:12]}, "
             f"commit {commits}{flag}"
         )
+        for env in prov.environments:
+            mark = "this machine's environment" if env.is_readers else "[yellow]another environment than this one's[/]"
+            console.print(f"    {env.n_rows} job(s) in {escape(describe_environment(env.environment))} ({mark})")
 
 
 def _progress_bar(out: Console, total: int, bar_width: int):
@@ -662,6 +666,62 @@ def report(
             "`icml24 reproduce` with the same options to recompute them",
             code=1,
         )
+
+
+@app.command()
+def compare(
+    store_a: Annotated[Path, typer.Argument(help="The first results store (e.g. the default kernels).")],
+    store_b: Annotated[Path, typer.Argument(help="The second (e.g. a rerun under ATEN_CPU_CAPABILITY=avx2).")],
+    slugs: Annotated[list[str] | None, typer.Argument(help="Papers (default: every paper either store holds).")] = None,
+    scale: ScaleOpt = "quick",
+    seeds: SeedsOpt = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the comparison as JSON here.")] = None,
+) -> None:
+    """Compare two stores verdict by verdict and check by check; a verdict that differs is fragile.
+
+    To rerun a paper under another floating-point kernel set: `ATEN_CPU_CAPABILITY=avx2 icml24 reproduce SLUG
+    --store other.sqlite` (the variable reaches the worker processes; each job records the capability it ran
+    with), then `icml24 compare runs/icml24.sqlite other.sqlite SLUG`.
+    """
+    import json
+
+    from icml24.common.compare import diff_papers
+    from icml24.common.report import analyze_paper, slugs_with_jobs
+    from icml24.common.store import ResultStore, StoreError
+
+    for path in (store_a, store_b):
+        if not path.exists():
+            raise _fail(f"no results store at {path}")
+    names = _resolve(list(slugs or []), scale, include_demonstrations=True)
+    try:
+        stores = [ResultStore(store_a, readonly=True), ResultStore(store_b, readonly=True)]
+        # Named papers are analysed in both stores; otherwise those with jobs of this scale in either.
+        held = [set(names) if slugs else set(slugs_with_jobs(names, scale, seeds, rs)) for rs in stores]
+        names = [n for n in names if n in held[0] | held[1]]
+        if not names:
+            raise _fail(f"neither store holds jobs of scale {scale!r}: nothing to compare", code=1)
+        diffs = []
+        for slug in names:
+            a, b = (analyze_paper(slug, scale, seeds, rs) if slug in h else None for rs, h in zip(stores, held))
+            diffs.append(diff_papers(a, b))
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    from rich.table import Table as RichTable
+
+    table = RichTable("paper", "verdict A", "verdict B", "decisive checks differing", "")
+    for d in diffs:
+        flips = [c.id for c in d.checks if c.decisive and not c.same_verdict]
+        mark = "[red]fragile[/]" if d.fragile else ("same" if d.verdict_a and d.verdict_b else "only one store")
+        table.add_row(d.slug, d.verdict_a or "-", d.verdict_b or "-", escape(", ".join(flips)) or "-", mark)
+    console.print(table)
+    for label, d_envs in (("A", {e for d in diffs for e in d.environments_a}),
+                          ("B", {e for d in diffs for e in d.environments_b})):  # fmt: skip
+        console.print(f"Store {label} environments: {escape('; '.join(sorted(d_envs)) or 'not recorded')}")
+    fragile = [d.slug for d in diffs if d.fragile]
+    console.print(f"{len(fragile)} of {len(diffs)} paper(s) fragile{': ' + ', '.join(fragile) if fragile else ''}.")
+    if json_out is not None:
+        json_out.write_text(json.dumps({"scale": scale, "store_a": str(store_a), "store_b": str(store_b),
+                                        "papers": [d.to_dict() for d in diffs]}, indent=1, default=str))  # fmt: skip
 
 
 def main() -> None:

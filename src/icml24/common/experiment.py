@@ -120,6 +120,9 @@ class JobResult:
     metrics: dict[str, JsonValue] = field(default_factory=dict)
     wall_time: float = 0.0
     error: str | None = None
+    environment: dict[str, JsonValue] | None = field(default=None, compare=False)
+    """The floating-point environment the job ran in (:func:`icml24.common.environment.job_environment`);
+    ``None`` for rows stored before environments were recorded."""
 
 
 def resolve(path: str) -> Callable[..., Any]:
@@ -168,9 +171,13 @@ def execute_job(job: Job) -> JobResult:
             raise TypeError(f"job function {job.fn} returned {type(metrics).__name__}, expected a dict")
         metrics = to_jsonable(dict(metrics))
         check_metrics(job, metrics)
-        return JobResult(job, "ok", metrics, time.perf_counter() - start)
+        result = JobResult(job, "ok", metrics, time.perf_counter() - start)
     except Exception:  # noqa: BLE001 - a crashed job is a result too: its traceback goes to the store
-        return JobResult(job, "error", {}, time.perf_counter() - start, traceback.format_exc())
+        result = JobResult(job, "error", {}, time.perf_counter() - start, traceback.format_exc())
+    from icml24.common.environment import job_environment  # provenance only: outside the fingerprint
+
+    result.environment = job_environment()
+    return result
 
 
 class MissingMetricsError(ValueError):

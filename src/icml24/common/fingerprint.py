@@ -47,10 +47,14 @@ FINGERPRINT_LENGTH = 16
 HARNESS = ("icml24.common.experiment", "execute_job")
 """The function that runs every job (seeding, one intra-op thread, metric conversion): part of every job."""
 
+PROVENANCE_ONLY = frozenset({"icml24.common.environment"})
+"""Modules that only record where a job ran (the floating-point environment) and never compute a metric: their
+definitions are not hashed, so that what is recorded can grow without invalidating stored results."""
+
 DRIVER_DATA = frozenset({"icml24/catalogue.json", "icml24/common/results.schema.json", "icml24/py.typed"})
 """Data files next to reached modules that no job reads (the catalogue, the report's schema)."""
 
-_SKIP_SUFFIXES = (".md", ".py", ".pyc", ".pyo", ".rst", ".typed")
+_SKIP_SUFFIXES = (".md", ".py", ".pyc", ".pyo", ".rst", ".typed", ".sqlite", ".sqlite-journal", ".sqlite-wal")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
 _FN_STRING = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*$")
 _IGNORED_FIELDS = frozenset({"ctx", "type_comment", "kind", "lineno", "col_offset", "end_lineno", "end_col_offset"})
@@ -321,7 +325,7 @@ class Fingerprinter:
             parts = mod_name.split(".")
             for i in range(1, len(parts) + 1):  # the package __init__s on the way run too
                 sub = ".".join(parts[:i])
-                if sub not in executed and self._module(sub, tracked) is not None:
+                if sub not in executed and sub not in PROVENANCE_ONLY and self._module(sub, tracked) is not None:
                     executed.add(sub)
                     todo_modules.append(sub)
 
@@ -373,6 +377,8 @@ class Fingerprinter:
                 continue
             seen_symbols.add(key)
             mod_name, symbol = key
+            if mod_name in PROVENANCE_ONLY:
+                continue
             mod = self._module(mod_name, tracked)
             if mod is None:
                 # ``from a import b`` where ``a.b`` is a module, or an untracked package.
@@ -418,7 +424,9 @@ class Fingerprinter:
     def _folder(self, mod_name: str, tracked: frozenset[str]) -> tuple[Path | None, Path | None]:
         mod = self._module(mod_name, tracked)
         root = self._root(mod_name.split(".")[0])
-        if mod is None or root is None:
+        # Only a package's folder holds its data: a top-level module's folder is any directory (a user's
+        # working folder, with the results store itself in it).
+        if mod is None or root is None or not (mod.is_package or "." in mod_name):
             return None, None
         return mod.path.parent, root
 

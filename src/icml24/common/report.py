@@ -468,6 +468,22 @@ def code_text(r: PaperReport) -> tuple[str, list[str]]:
             f"Some results ran on a tree with uncommitted changes (at {', '.join(dirty)}): the commit alone "
             "does not identify their code (the fingerprint does)."
         )
+    envs = code.get("environments") or []
+    if envs:
+        text += " Floating-point environment: " + "; ".join(
+            f"{e.get('description')} ({e.get('n_rows')} job(s){', this reader' if e.get('readers') else ''})"
+            for e in envs
+        ) + "."
+    if len(envs) > 1:
+        warnings.append(
+            f"The results used ran in {len(envs)} floating-point environments (kernel sets or libraries differ): "
+            "their numbers are not interchangeable; rerun in one environment before reading them as one table."
+        )
+    elif envs and not envs[0].get("readers"):
+        warnings.append(
+            "The results used ran in another floating-point environment than this reader's (see above): the same "
+            "code and seeds can give other numbers here; `icml24 compare` lines up two stores check by check."
+        )
     stale = int(code.get("n_stale") or 0)
     if stale:
         warnings.append(

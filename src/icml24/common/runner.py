@@ -280,7 +280,14 @@ class _Ray:
                 kwargs["num_cpus"] = workers
             # Workers must import this package and the job modules: pass the driver's sys.path along.
             pythonpath = os.pathsep.join(p for p in sys.path if p)
-            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": pythonpath}} if not address else {}
+            env_vars = {"PYTHONPATH": pythonpath}
+            # A forced kernel set (ATEN_CPU_CAPABILITY=avx2 icml24 reproduce ...) must reach the workers too; on a
+            # cluster too, where nothing else of the driver's environment is passed.
+            if os.environ.get("ATEN_CPU_CAPABILITY"):
+                env_vars["ATEN_CPU_CAPABILITY"] = os.environ["ATEN_CPU_CAPABILITY"]
+            if address:  # the cluster's own paths; only the kernel choice travels
+                env_vars.pop("PYTHONPATH")
+            kwargs["runtime_env"] = {"env_vars": env_vars} if env_vars else {}
             try:
                 ray.init(**kwargs)
             except (ConnectionError, TimeoutError, RuntimeError) as exc:

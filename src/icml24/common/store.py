@@ -38,15 +38,18 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from icml24 import __version__
+from icml24.common.environment import describe as describe_environment
+from icml24.common.environment import environment_key, job_environment
 from icml24.common.experiment import Job, JobResult, canonical_json
 from icml24.common.fingerprint import Fingerprinter, GitState, combine, git_state
 from icml24.common.leases import LeaseOwner, lease_is_live
 
 DEFAULT_STORE = Path("runs") / "icml24.sqlite"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """``PRAGMA user_version`` of a store this code writes. 0: the first schema (no code fingerprint, no
-checksum, no leases), migrated in place on the first write; rows of it stay readable as history."""
+checksum, no leases), migrated in place on the first write; rows of it stay readable as history. 2: no
+``environment`` column (the floating-point environment of each job), added in place on the first write."""
 
 CORRUPT_ROW = "corrupt row in the store"
 """How the ``error`` of a refused row starts (checksum mismatch, unreadable metrics, an ok row without
@@ -55,7 +58,7 @@ metrics): the row is read back as a crashed job, reported, and rerun by the next
 _RUNS_COLUMNS = (
     "slug", "experiment", "config_hash", "seed", "version", "code_fingerprint", "fn", "config", "status",
     "metrics", "checksum", "error", "wall_time", "scale", "backend", "host", "git_commit", "git_dirty",
-    "finished_at",
+    "finished_at", "environment",
 )  # fmt: skip
 
 _RUNS_TABLE = """
@@ -79,6 +82,7 @@ CREATE TABLE IF NOT EXISTS runs (
     git_commit TEXT,
     git_dirty INTEGER,
     finished_at REAL NOT NULL,
+    environment TEXT,
     PRIMARY KEY (slug, experiment, config_hash, seed, version, code_fingerprint)
 );
 """
@@ -169,6 +173,31 @@ class CodeRun:
 
 
 @dataclass(frozen=True)
+class RunEnvironment:
+    """One floating-point environment in which rows the report uses ran (:mod:`icml24.common.environment`).
+
+    Attributes:
+        key: :func:`~icml24.common.environment.environment_key` of it (``""``: rows stored before
+            environments were recorded).
+        environment: the recorded environment (``None`` when not recorded).
+        n_rows: how many of the rows ran in it.
+    """
+
+    key: str
+    environment: dict[str, Any] | None
+    n_rows: int
+
+    @property
+    def is_readers(self) -> bool:
+        """Whether this is the environment of the process reading the store (the same kernels and libraries)."""
+        return bool(self.key) and self.key == job_environment()["key"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "n_rows": self.n_rows, "description": describe_environment(self.environment),
+                "readers": self.is_readers, "environment": self.environment}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Provenance:
     """What code a paper's stored results ran at, against the code as it is now
     (:meth:`ResultStore.provenance`).
@@ -181,6 +210,7 @@ class Provenance:
             ``current`` ones are the rows the report uses.
         n_current: jobs with a row at the current fingerprint (the report uses these).
         n_stale: jobs with rows only at other fingerprints (numbers of older code: not used, rerun them).
+        environments: the floating-point environments of the rows the report uses, most rows first.
     """
 
     fingerprint: str
@@ -189,6 +219,17 @@ class Provenance:
     runs: tuple[CodeRun, ...]
     n_current: int
     n_stale: int
+    environments: tuple[RunEnvironment, ...] = ()
+
+    @property
+    def mixed_environments(self) -> bool:
+        """Whether the rows the report uses ran in more than one floating-point environment."""
+        return len(self.environments) > 1
+
+    @property
+    def foreign_environment(self) -> bool:
+        """Whether some rows the report uses ran in another environment than the reader's (or unrecorded)."""
+        return any(not e.is_readers for e in self.environments)
 
     @property
     def matches(self) -> bool:
@@ -210,6 +251,8 @@ class Provenance:
             "fingerprint": self.fingerprint, "git_commit": self.git_commit, "git_dirty": self.git_dirty,
             "matches": self.matches, "n_current": self.n_current, "n_stale": self.n_stale,
             "runs": [r.to_dict() for r in self.runs],
+            "environments": [e.to_dict() for e in self.environments],
+            "mixed_environments": self.mixed_environments, "foreign_environment": self.foreign_environment,
         }  # fmt: skip
 
 
@@ -346,6 +389,14 @@ class ResultStore:
         columns = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
         if user_version == SCHEMA_VERSION and columns >= set(_RUNS_COLUMNS):
             return False
+        if user_version == 2 and columns >= set(_RUNS_COLUMNS) - {"environment"}:
+            if not migrate:
+                raise StoreError(
+                    f"store {self.path} has schema 2 (no job environments): run `icml24 reproduce` once on it (it "
+                    "adds the column in place, keeping every row) or make it writable",
+                    self.path,
+                )
+            return True
         if user_version == 0 and columns == _V0_RUNS_COLUMNS:
             if not migrate:
                 raise StoreError(
@@ -369,7 +420,10 @@ class ResultStore:
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version == SCHEMA_VERSION:
                 return
-            if "runs" in tables:
+            if version == 2 and "runs" in tables:
+                # Schema 2 lacks only the environment column: rows keep NULL (environment not recorded).
+                con.execute("ALTER TABLE runs ADD COLUMN environment TEXT")
+            elif "runs" in tables:
                 # First schema: the primary key gains the code fingerprint, so rebuild the table; old
                 # rows keep an empty fingerprint (unknown code), are never reused, and stay as history.
                 con.execute("ALTER TABLE runs RENAME TO runs_v0")
@@ -481,9 +535,13 @@ class ResultStore:
             *key, job.fn, canonical_json(dict(job.config)), result.status, metrics_text,
             metrics_checksum(result.metrics), result.error, float(result.wall_time), scale, backend,
             socket.gethostname(), git_commit, None if git_dirty is None else int(git_dirty), time.time(),
+            None if result.environment is None else canonical_json(result.environment),
         )  # fmt: skip
         with self._guard("writing a result"), closing(self._connect()) as con, _transaction(con):
-            con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(_RUNS_COLUMNS)}) VALUES ({','.join('?' * 19)})", row)
+            con.execute(
+                f"INSERT OR REPLACE INTO runs ({', '.join(_RUNS_COLUMNS)}) VALUES ({','.join('?' * len(_RUNS_COLUMNS))})",
+                row,
+            )
             if owner is not None:
                 con.execute(
                     "DELETE FROM leases WHERE slug=? AND experiment=? AND config_hash=? AND seed=? AND version=? "
@@ -585,14 +643,15 @@ class ResultStore:
         found: dict[tuple[str, str, str, int, str], JobResult] = {}
         with self._guard("reading results"), closing(self._connect()) as con:
             for slug in sorted({j.slug for j in jobs}):
-                for exp, chash, seed, fp, status, metrics, error, wall, checksum in con.execute(
+                for exp, chash, seed, fp, status, metrics, error, wall, checksum, env in con.execute(
                     "SELECT experiment, config_hash, seed, code_fingerprint, status, metrics, error, wall_time, "
-                    "checksum FROM runs WHERE slug=? AND version=?",
+                    "checksum, environment FROM runs WHERE slug=? AND version=?",
                     (slug, self.version),
                 ):
                     key = (slug, exp, chash, seed, fp)
                     if key in wanted:
                         found[key] = _row_result(wanted[key], status, metrics, error, wall, checksum)
+                        found[key].environment = _environment(env)
         return [found.get((*j.key, self.fingerprint(j))) for j in jobs]
 
     def done_keys(self, jobs: Iterable[Job | str]) -> set[tuple[str, str, str, int]]:
@@ -623,11 +682,12 @@ class ResultStore:
         by_state: dict[tuple[str, str | None, int | None, bool], list[float]] = {}
         has_current: set[tuple[str, str, str, int]] = set()
         has_other: set[tuple[str, str, str, int]] = set()
+        envs: dict[str, list[Any]] = {}
         with self._guard("reading results"), closing(self._connect()) as con:
             for slug in sorted({j.slug for j in jobs}):
-                for exp, chash, seed, fp, commit, dirty, finished in con.execute(
-                    "SELECT experiment, config_hash, seed, code_fingerprint, git_commit, git_dirty, finished_at "
-                    "FROM runs WHERE slug=? AND version=?",
+                for exp, chash, seed, fp, commit, dirty, finished, env_text in con.execute(
+                    "SELECT experiment, config_hash, seed, code_fingerprint, git_commit, git_dirty, finished_at, "
+                    "environment FROM runs WHERE slug=? AND version=?",
                     (slug, self.version),
                 ):
                     key = (slug, exp, chash, seed)
@@ -635,6 +695,9 @@ class ResultStore:
                         continue
                     is_current = fp == current[key]
                     (has_current if is_current else has_other).add(key)
+                    if is_current:
+                        env = _environment(env_text)
+                        envs.setdefault(environment_key(env), [env, 0])[1] += 1
                     by_state.setdefault((fp, commit, dirty, is_current), []).append(finished)
         runs = sorted(
             (
@@ -651,6 +714,9 @@ class ResultStore:
             runs=tuple(runs),
             n_current=len(has_current),
             n_stale=len(has_other - has_current),
+            environments=tuple(
+                RunEnvironment(key, env, n) for key, (env, n) in sorted(envs.items(), key=lambda kv: -kv[1][1])
+            ),
         )
 
     def provenance_for(self, slug: str, scale: str, seeds: int | None = None) -> Provenance:
@@ -731,6 +797,16 @@ def _free_bytes(path: Path) -> int:
     except (OSError, AttributeError):
         return 1 << 62  # unknown: do not claim the disk is full
     return st.f_bavail * st.f_frsize
+
+
+def _environment(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        env = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return env if isinstance(env, dict) else None
 
 
 def _row_result(
