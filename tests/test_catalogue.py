@@ -164,6 +164,10 @@ def test_a_missing_extra_is_named_with_its_pip_install(monkeypatch):
     assert paper.install_hint == "pip install 'icml24[subgroups]'"
     with pytest.raises(catalogue.MissingExtra, match=r"pip install 'icml24\[subgroups\]'"):
         catalogue.reproduction("syflow")
+    import types
+
+    monkeypatch.setitem(sys.modules, "pysubgroup", types.ModuleType("pysubgroup"))  # no __spec__: not found
+    assert not catalogue._importable("pysubgroup")
     # the catalogue believes it installed but the import fails anyway: the same error, naming the module
     monkeypatch.setattr(catalogue, "extra_installed", lambda extra: True)
     with pytest.raises(catalogue.MissingExtra, match=r"needs zuko \(the subgroups extra\)"):

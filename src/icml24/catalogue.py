@@ -148,7 +148,14 @@ def extra_installed(extra: str) -> bool:
     """Whether every module of the optional ``extra`` can be imported (``find_spec``: nothing is imported)."""
     if extra not in EXTRA_MODULES:
         raise ValueError(f"extra must be one of {sorted(EXTRA_MODULES)}, got {extra!r}")
-    return all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES[extra])
+    return all(_importable(m) for m in EXTRA_MODULES[extra])
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module in sys.modules without a __spec__
+        return False
 
 
 class MissingExtra(ImportError):
