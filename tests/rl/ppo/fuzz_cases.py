@@ -106,7 +106,7 @@ FUZZ_CASES = [
          invalid={"obs_dim": [0, 2.5, "3"], "act_dim": [0, None], "num_blocks": [0, True], "latent_dim": [-1, 1.5],
                   "hidden_sizes": [(0,), [8], "8"], "init_log_std": [float("nan"), float("inf"), "0"]}),  # fmt: skip
     dict(fn=PPO, args=(BatchedPendulum(num_envs=2),), kwargs={"config": SMALL, "seed": 0},
-         invalid={"env": [None, gym.make("Pendulum-v1"), gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])],
+         invalid={"env": [None, gym.make("CartPole-v1"), gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])],
                   "config": [{"horizon": 4}, "small"], "seed": [1.5, "0", -1, True]}),  # fmt: skip
     dict(fn=ppo_act, args=(torch.zeros(4, 3),), kwargs={"block": 0, "deterministic": True},
          invalid={"raw_obs": [torch.zeros(4, 2), torch.zeros(3), torch.full((1, 3), float("nan")), "obs", None],

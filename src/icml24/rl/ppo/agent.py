@@ -25,6 +25,7 @@ SAPG's per-block latent and log-std; plain PPO is the one-block case (``icml24.r
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -47,7 +48,7 @@ from icml24.rl.ppo.functional import (
     gaussian_log_prob,
     normalize,
 )
-from icml24.rl.ppo.vec import VecEnvAdapter
+from icml24.rl.ppo.vec import VecEnvAdapter, as_vector_env
 
 __all__ = ["PPOConfig", "BlockActorCritic", "PPO", "explained_variance"]
 
@@ -195,6 +196,10 @@ class BlockActorCritic(nn.Module):
 class PPO:
     """PPO on a Gymnasium vector env with Box spaces (all N environments on one policy).
 
+    ``env`` may also be a single ``gymnasium.Env``: it is wrapped in a one-env ``SyncVectorEnv``. Train with
+    ``learn(iterations)`` or, as in Stable-Baselines3, ``learn(total_timesteps=...)``; ``save(path)`` and
+    ``PPO.load(path, env)`` store and restore the agent (network, optimizer, normalisers, config).
+
     Example:
         >>> from icml24.rl.envs import BatchedPendulum
         >>> agent = PPO(BatchedPendulum(num_envs=64), seed=0)
@@ -203,11 +208,12 @@ class PPO:
         ['batch_size', 'entropy', 'episode_return']
     """
 
-    def __init__(self, env: gym.vector.VectorEnv, *, config: PPOConfig | None = None, seed: int = 0) -> None:
+    def __init__(self, env: gym.vector.VectorEnv | gym.Env, *, config: PPOConfig | None = None, seed: int = 0) -> None:
         self.config = config if config is not None else PPOConfig()
         if not isinstance(self.config, PPOConfig):
             raise TypeError(f"config must be a PPOConfig, got {type(self.config).__name__}")
         _checks.integer("seed", seed, low=0)
+        env = as_vector_env(env)
         self.vec = VecEnvAdapter(env)
         self.env, self.seed = env, int(seed)
         self.device = self.vec.device
@@ -475,13 +481,100 @@ class PPO:
         )
         return stats
 
-    def learn(self, iterations: int) -> dict[str, Any]:
-        """Run ``iterations`` iterations; returns the last iteration's statistics."""
+    def learn(
+        self, iterations: int | None = None, *, total_timesteps: int | None = None, verbose: int = 0
+    ) -> dict[str, Any]:
+        """Run ``iterations`` iterations, or enough for ``total_timesteps`` environment steps (give one of the
+        two); returns the last iteration's statistics.
+
+        ``total_timesteps`` counts steps summed over the N environments, as Stable-Baselines3 does: the
+        number of iterations is ``ceil(total_timesteps / (N T))``, so at least that many steps are taken.
+        (The first positional argument is ``iterations``, not SB3's ``total_timesteps``: name the latter.)
+        ``verbose=k > 0`` prints one line of statistics every ``k`` iterations.
+        """
+        if (iterations is None) == (total_timesteps is None):
+            raise TypeError("learn() takes exactly one of iterations and total_timesteps")
+        if total_timesteps is not None:
+            total_timesteps = _checks.integer("total_timesteps", total_timesteps, low=1)
+            iterations = -(-total_timesteps // (self.num_envs * self.config.horizon))
         iterations = _checks.integer("iterations", iterations, low=1)
+        verbose = _checks.integer("verbose", verbose, low=0)
         stats: dict[str, Any] = {}
-        for _ in range(iterations):
+        for i in range(iterations):
             stats = self.iterate()
+            if verbose and ((i + 1) % verbose == 0 or i + 1 == iterations):
+                print(
+                    f"[{type(self).__name__}] iteration {self.iterations}  env steps {self.env_steps}  "
+                    f"episode return {stats['episode_return']:.4g}  lr {stats['learning_rate']:.3g}",
+                    flush=True,
+                )
         return stats
+
+    # ---- save / load -------------------------------------------------------------------------------------
+    _STATE_VERSION = 1
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything ``load`` needs to act and train on as before: network and optimizer state dicts, the
+        observation and value normalisers, the sampling generator, counters, the config and the seed (tensors,
+        numbers, strings, lists and dicts only, so ``torch.load(weights_only=True)`` reads it)."""
+        return {
+            "format": "icml24.rl.ppo", "version": self._STATE_VERSION, "agent": type(self).__name__,
+            "config": asdict(self.config), "seed": self.seed,
+            "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "obs_rms": {"mean": self.obs_rms.mean, "var": self.obs_rms.var, "count": float(self.obs_rms.count)},
+            "value_rms": {"mean": self.value_rms.mean, "var": self.value_rms.var,
+                          "count": float(self.value_rms.count)},
+            "generator": self.generator.get_state(),
+            "counters": {"iterations": self.iterations, "env_steps": self.env_steps,
+                         "optimizer_steps": self.optimizer_steps},
+        }  # fmt: skip
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`state_dict` to ``path`` with ``torch.save`` (the environment is not saved)."""
+        if type(self) is not PPO:
+            raise NotImplementedError(f"save/load cover PPO; {type(self).__name__} adds state they do not store")
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        torch.save(self.state_dict(), path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], env: gym.vector.VectorEnv | gym.Env) -> PPO:
+        """The agent saved at ``path``, on ``env`` (which must have the saved agent's spaces).
+
+        The network, optimizer, normalisers, generator and counters are restored, so ``act`` gives exactly
+        the saved agent's actions; ``env`` is reset with the saved seed.
+        """
+        if cls is not PPO:
+            raise NotImplementedError(f"save/load cover PPO; {cls.__name__} adds state they do not store")
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or state.get("format") != "icml24.rl.ppo" or state.get("agent") != cls.__name__:
+            raise ValueError(f"path: {os.fspath(path)!r} is not a file written by {cls.__name__}.save")
+        cfg = dict(state["config"])
+        cfg["hidden_sizes"] = tuple(cfg["hidden_sizes"])
+        agent = cls(env, config=PPOConfig(**cfg), seed=int(state["seed"]))
+        agent.load_state_dict(state)
+        agent._obs = agent._normalize_obs(agent.vec.reset(seed=agent.seed), update=False)  # saved statistics
+        return agent
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` into this agent (same config and spaces)."""
+        if asdict(self.config) != {**state["config"], "hidden_sizes": tuple(state["config"]["hidden_sizes"])}:
+            raise ValueError("state: it was saved with another config than this agent's")
+        try:
+            self.policy.load_state_dict(state["policy"])
+        except RuntimeError as exc:  # shapes: another env's spaces
+            raise ValueError(f"env must have the saved agent's spaces: {exc}") from exc
+        self.optimizer.load_state_dict(state["optimizer"])
+        for name in ("obs_rms", "value_rms"):
+            rms, saved = getattr(self, name), state[name]
+            rms.mean = saved["mean"].to(self.device, torch.float64)
+            rms.var = saved["var"].to(self.device, torch.float64)
+            rms.count = float(saved["count"])
+        self.generator.set_state(state["generator"])
+        for k, v in state["counters"].items():
+            setattr(self, k, int(v))
 
     @torch.no_grad()
     def act(self, raw_obs: torch.Tensor, *, block: int | None = None, deterministic: bool = True) -> torch.Tensor:
@@ -507,7 +600,7 @@ class PPO:
     @torch.no_grad()
     def evaluate(
         self,
-        env: gym.vector.VectorEnv,
+        env: gym.vector.VectorEnv | gym.Env,
         *,
         seed: int = 12345,
         block: int | None = None,
@@ -522,7 +615,7 @@ class PPO:
         _checks.integer("seed", seed, low=0)
         if max_steps is not None:
             max_steps = _checks.integer("max_steps", max_steps, low=1)
-        vec = VecEnvAdapter(env, device=self.device)
+        vec = VecEnvAdapter(as_vector_env(env), device=self.device)
         if vec.obs_dim != self.obs_dim or vec.act_dim != self.act_dim:
             raise ValueError(
                 f"env must have the training env's spaces (obs {self.obs_dim}, action {self.act_dim}), got "

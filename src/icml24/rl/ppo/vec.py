@@ -20,10 +20,28 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["VecEnvAdapter"]
+__all__ = ["VecEnvAdapter", "as_vector_env"]
+
+
+def as_vector_env(env: Any) -> gym.vector.VectorEnv:
+    """``env`` itself if it is a ``VectorEnv``; a single ``gymnasium.Env`` wrapped in a one-env
+    ``SyncVectorEnv`` (next-step autoreset, as Stable-Baselines3 wraps a single env in a ``DummyVecEnv``)."""
+    if isinstance(env, gym.vector.VectorEnv):
+        return env
+    if isinstance(env, gym.Env):
+        return gym.vector.SyncVectorEnv([lambda: env])
+    raise TypeError(
+        f"env must be a gymnasium VectorEnv (e.g. a TorchVectorEnv or a SyncVectorEnv) or a single gymnasium.Env, "
+        f"got {type(env).__name__}"
+    )
 
 
 def _box_dim(space: Any, name: str) -> int:
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        raise TypeError(
+            f"env.{name} is {space!r}: this PPO has a Gaussian policy with rl_games' bounds loss on its mean (the "
+            "setting SAPG runs) and supports only 1-D gymnasium.spaces.Box spaces, not discrete ones"
+        )
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
         raise TypeError(f"env.{name} must be a 1-D gymnasium.spaces.Box, got {space!r}")
     return int(space.shape[0])
