@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml24.vision.positions import sincos_2d
 from icml24.vision.tiny_vit import TinyViT
 
 
@@ -74,21 +75,6 @@ class TokenGrid(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         b, n, c = tokens.shape
         return tokens.transpose(1, 2).reshape(b, c, self.side, self.side)
-
-
-def sincos_2d(side: int, dim: int) -> torch.Tensor:
-    """``(side * side, dim)`` fixed 2-D sine-cosine position embeddings (half the channels for the row, half
-    for the column; the MAE/ViT-sincos convention), row-major like the patch tokens."""
-    if dim % 4:
-        raise ValueError(f"dim must be divisible by 4 for 2-D sine-cosine embeddings, got {dim}")
-    quarter = dim // 4
-    omega = 1.0 / 10000 ** (torch.arange(quarter, dtype=torch.float64) / quarter)
-    pos = torch.arange(side, dtype=torch.float64)
-    angles = pos[:, None] * omega[None]  # (side, dim / 4)
-    one = torch.cat([torch.sin(angles), torch.cos(angles)], 1)  # (side, dim / 2)
-    rows = one[:, None, :].expand(side, side, dim // 2)
-    cols = one[None, :, :].expand(side, side, dim // 2)
-    return torch.cat([rows, cols], 2).reshape(side * side, dim).float()
 
 
 class GridViT(nn.Module):

@@ -24,18 +24,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from icml24.common.validation import positive_int
+from icml24.vision.positions import sincos_2d
 from icml24.vision.tiny_vit import SoftmaxAttention, TinyViT, TransformerBlock
 
 __all__ = ["MAEConfig", "MaskTokenFill", "MaskedAutoencoder", "masked_patch_loss", "patchify", "random_masking",
            "sincos_pos_embed"]
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -66,7 +60,7 @@ class MAEConfig:
     def __post_init__(self) -> None:
         for name in ("image_size", "patch_size", "in_channels", "dim", "depth", "num_heads", "decoder_dim",
                      "decoder_depth", "decoder_heads"):  # fmt: skip
-            _positive_int(name, getattr(self, name))
+            positive_int(getattr(self, name), name)
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
         if self.dim % 4:
@@ -96,20 +90,11 @@ class MAEConfig:
 
 def sincos_pos_embed(dim: int, grid_size: int) -> torch.Tensor:
     """Fixed 2-D sine-cosine position embedding of MAE, ``(grid_size**2, dim)``: half the channels encode the
-    row and half the column, each as ``[sin(pos w_k), cos(pos w_k)]`` with ``w_k = 10000^(-k / (dim/4))``."""
-    _positive_int("dim", dim)
-    _positive_int("grid_size", grid_size)
-    if dim % 4:
-        raise ValueError(f"dim must be a multiple of 4, got {dim}")
-    omega = 1.0 / 10000 ** (torch.arange(dim // 4, dtype=torch.float64) / (dim / 4))
-    pos = torch.arange(grid_size, dtype=torch.float64)
-    rows, cols = torch.meshgrid(pos, pos, indexing="ij")
-
-    def one_axis(p: torch.Tensor) -> torch.Tensor:
-        angle = p.reshape(-1, 1) * omega
-        return torch.cat([angle.sin(), angle.cos()], dim=1)
-
-    return torch.cat([one_axis(rows), one_axis(cols)], dim=1).float()
+    row and half the column, each as ``[sin(pos w_k), cos(pos w_k)]`` with ``w_k = 10000^(-k / (dim/4))``
+    (:func:`icml24.vision.positions.sincos_2d` with this paper's argument order)."""
+    positive_int(dim, "dim")
+    positive_int(grid_size, "grid_size")
+    return sincos_2d(grid_size, dim)
 
 
 def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -117,7 +102,7 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     (the order of the ViT's patch tokens)."""
     if not isinstance(images, torch.Tensor) or images.dim() != 4:
         raise ValueError(f"images must be a (B, C, H, W) tensor, got {getattr(images, 'shape', type(images))}")
-    _positive_int("patch_size", patch_size)
+    positive_int(patch_size, "patch_size")
     if not torch.isfinite(images).all():
         raise ValueError("images must be finite")
     h, w = images.shape[2:]
@@ -143,7 +128,7 @@ def random_masking(batch: int, num_patches: int, num_visible: int, *, generator:
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
         raise ValueError(f"batch must be an int >= 0, got {batch!r}")
-    _positive_int("num_patches", num_patches)
+    positive_int(num_patches, "num_patches")
     if isinstance(num_visible, bool) or not isinstance(num_visible, int) or not 1 <= num_visible <= num_patches:
         raise ValueError(f"num_visible must be an int in [1, {num_patches}], got {num_visible!r}")
     noise = torch.rand(batch, num_patches, generator=generator, device=device)
@@ -180,7 +165,7 @@ class MaskTokenFill(nn.Module):
         if isinstance(num_masked, bool) or not isinstance(num_masked, int) or num_masked < 0:
             raise ValueError(f"num_masked must be an int >= 0, got {num_masked!r}")
         self.num_masked = num_masked
-        self.token = nn.Parameter(torch.zeros(1, 1, _positive_int("dim", dim)))
+        self.token = nn.Parameter(torch.zeros(1, 1, positive_int(dim, "dim")))
         nn.init.normal_(self.token, std=0.02)
 
     def forward(self, visible: torch.Tensor) -> torch.Tensor:
@@ -273,7 +258,7 @@ class MaskedAutoencoder(nn.Module):
     def features(self, images: torch.Tensor, batch_size: int = 1024) -> torch.Tensor:
         """Frozen mean-pooled encoder features of the whole (unmasked) image, ``(B, dim)``, for linear probing."""
         self._check(images)
-        _positive_int("batch_size", batch_size)
+        positive_int(batch_size, "batch_size")
         was_training = self.training
         self.eval()
         out = torch.cat([self.encoder(images[i : i + batch_size]) for i in range(0, len(images), batch_size)]) \
