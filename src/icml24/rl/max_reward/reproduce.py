@@ -14,6 +14,7 @@ max-TD3 vs TD3 on the batched continuous point maze.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -369,7 +370,10 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         verdict, decided_by = "inconclusive", reported_refuted
     rule += ("; a supported verdict is lowered to inconclusive when max-Q is shown slower than the best "
              "cumulative variant (that check alone cannot refute: the paper's claim is against the same reward)")
-    summary = f"{scale}: " + " | ".join(f"{c.claim[:70]}: {c.verdict}" for c in checks if c.id in decisive_ids)
+    # Each claim shortened at a word boundary (a plain [:70] cut "loiters near the goal" to "loiters near the").
+    summary = f"{scale}: " + " | ".join(
+        f"{textwrap.shorten(c.claim, 70, placeholder=' …')}: {c.verdict}" for c in checks if c.id in decisive_ids
+    )
     return Analysis(verdict, summary, tables, figures, checks, rule=rule, decided_by=decided_by)
 
 
