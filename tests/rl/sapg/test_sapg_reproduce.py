@@ -157,3 +157,26 @@ def test_premise_power_with_the_full_runs_spread() -> None:
     at_8, at_18 = shown(8), shown(18)
     assert 0.35 <= at_8 <= 0.65, at_8
     assert at_18 >= 0.75 and at_18 > at_8 + 0.2, (at_8, at_18)
+
+
+def test_second_look_follows_the_registered_pocock_bound():
+    """Issue 39: at 18 seeds the premise's p = 0.040 passes 0.05 but not the registered 0.0294, so the verdict
+    must not be supported; at the first look (8 seeds) the nominal level applies."""
+    from icml24.rl.sapg.reproduce import POCOCK_SECOND_LOOK_ALPHA, look_alpha
+
+    assert look_alpha("full", 18) == POCOCK_SECOND_LOOK_ALPHA and look_alpha("full", 8) == 0.05
+    assert look_alpha("quick", 18) == 0.05
+    rng = np.random.default_rng(3)
+    ns = [512] * 18 + [2048] * 18 + [8192] * 18
+    # A flat PPO rate whose slope test lands between the two levels: shown at 0.05, not at 0.0294.
+    for _ in range(2000):
+        rates = list(np.clip(rng.normal(0.2, 0.25, len(ns)), 0, 1))
+        nominal = saturation_check(ns, rates)
+        strict = saturation_check(ns, rates, alpha=POCOCK_SECOND_LOOK_ALPHA)
+        if nominal.verdict == "supported" and strict.verdict != "supported":
+            break
+    else:  # pragma: no cover - the draw always finds one
+        raise AssertionError("no case between the two levels")
+    assert "0.0294" in strict.rule
+    main = sapg_vs_ppo_check([0.6] * 9 + [0.2] * 9, [0.2] * 18, 8192, strict, alpha=POCOCK_SECOND_LOOK_ALPHA)
+    assert main.verdict == "inconclusive"  # gated: the premise is not shown at the registered level

@@ -63,6 +63,10 @@ EQUIVALENCE_MARGIN = 0.1
 """SAPG "no better than PPO" (not_supported) may also come from a TOST showing |SAPG - PPO| < 0.1 in the
 goal-reaching rate (0.4 of one of the four goals)."""
 ALPHA = 0.05
+POCOCK_SECOND_LOOK_ALPHA = 0.0294
+"""The registered two-look rule of the full grid (README, *The 18-seed extension*, commit 8c1feb8): a second look
+at more than ``DEFAULT_SEEDS["full"]`` seeds tests both the premise and the comparison at Pocock's one-sided
+0.0294 per look (overall 0.05 over two looks), not at 0.05."""
 
 # Per scale: SAPG's fixed block size B, PPO's N grid, SAPG's N grid (M = N / B), iterations, evaluation envs,
 # the controls run at the largest N (with at most ``control_seeds`` seeds), and the pendulum (N, iters, seeds).
@@ -255,12 +259,20 @@ def _values(results: Sequence[JobResult], key: str = METRIC) -> list[float]:
     return [float(v) for v in metric_values(results, key)]
 
 
-def saturation_check(ns: Sequence[float], rates: Sequence[float], *, power: float | None = None) -> ClaimCheck:
+def look_alpha(scale: str, seeds: int) -> float:
+    """The level the registered rule uses: ``ALPHA`` at the first look (the scale's default seeds), the Pocock
+    bound at the registered second look of the full grid (more seeds than the default)."""
+    return POCOCK_SECOND_LOOK_ALPHA if scale == "full" and seeds > DEFAULT_SEEDS["full"] else ALPHA
+
+
+def saturation_check(
+    ns: Sequence[float], rates: Sequence[float], *, power: float | None = None, alpha: float = ALPHA
+) -> ClaimCheck:
     """Premise: PPO saturates. The OLS slope of PPO's goal-reaching rate in log2 N is shown below
     ``SATURATION_MARGIN`` per doubling (one-sided t test on the slope, alpha 0.05) -> supported; shown above it
     -> not_supported (PPO still gains from more envs on this grid); otherwise inconclusive."""
     x = [math.log2(n) for n in ns]
-    d = trend(x, rates, claim="increasing", margin=SATURATION_MARGIN, alpha=ALPHA,
+    d = trend(x, rates, claim="increasing", margin=SATURATION_MARGIN, alpha=alpha,
               effect_name="PPO goal-reaching rate gained per doubling of N (OLS slope in log2 N)")  # fmt: skip
     verdict = {"supported": "not_supported", "not_supported": "supported"}.get(d.verdict, "inconclusive")
     check = d.to_check(
@@ -268,19 +280,20 @@ def saturation_check(ns: Sequence[float], rates: Sequence[float], *, power: floa
         claim=f"PPO saturates: more parallel envs stop improving its goal-reaching rate (slope < "
               f"{SATURATION_MARGIN:g} per doubling of N over N = {', '.join(str(int(n)) for n in sorted(set(ns)))})",
     )  # fmt: skip
-    rule = (f"one-sided t test on the OLS slope of the goal-reaching rate in log2 N at alpha {ALPHA:g}: supported "
+    rule = (f"one-sided t test on the OLS slope of the goal-reaching rate in log2 N at alpha {alpha:g}: supported "
             f"(saturated) if the slope is shown < {SATURATION_MARGIN:g} per doubling; not_supported if shown > "
             f"{SATURATION_MARGIN:g}; otherwise inconclusive")  # fmt: skip
     return replace(check, verdict=verdict, rule=rule)
 
 
 def sapg_vs_ppo_check(
-    sapg: Sequence[float], ppo: Sequence[float], n_max: int, premise: ClaimCheck, *, power: float | None = None
+    sapg: Sequence[float], ppo: Sequence[float], n_max: int, premise: ClaimCheck, *, power: float | None = None,
+    alpha: float = ALPHA,
 ) -> ClaimCheck:
     """The decisive check: SAPG's leader beats saturated PPO at the largest N (Welch, one-sided, alpha 0.05);
     not_supported if SAPG is shown worse or shown within +-``EQUIVALENCE_MARGIN`` (TOST); inconclusive unless
     the premise (PPO saturates) is supported."""
-    d = compare(sapg, ppo, paired=False, alternative="greater", equivalence_margin=EQUIVALENCE_MARGIN, alpha=ALPHA,
+    d = compare(sapg, ppo, paired=False, alternative="greater", equivalence_margin=EQUIVALENCE_MARGIN, alpha=alpha,
                 effect_name="goal-reaching rate difference SAPG - PPO")  # fmt: skip
     gated = d.verdict if premise.verdict == "supported" else "inconclusive"
     evidence = (f"at N = {n_max}: SAPG {fmt_mean_std(list(sapg))} vs PPO {fmt_mean_std(list(ppo))}"
@@ -289,7 +302,7 @@ def sapg_vs_ppo_check(
                         f"alone would have said {d.verdict.replace('_', ' ')}"))  # fmt: skip
     check = d.to_check(id="sapg_beats_saturated_ppo", evidence=evidence, power=power,
                        claim=f"SAPG's leader beats a saturated PPO at the largest N = {n_max}")  # fmt: skip
-    rule = (f"only if PPO's saturation is supported: one-sided Welch t test at alpha {ALPHA:g}, supported if "
+    rule = (f"only if PPO's saturation is supported: one-sided Welch t test at alpha {alpha:g}, supported if "
             f"SAPG > PPO; not_supported if SAPG < PPO is shown or a TOST shows |SAPG - PPO| < "
             f"{EQUIVALENCE_MARGIN:g}; otherwise (or without shown saturation) inconclusive")  # fmt: skip
     return replace(check, verdict=gated, rule=rule)
@@ -385,8 +398,11 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         n_max = ppo_ns[-1]
         k = min(len(vals("ppo", n_max)), len(vals("sapg", n_max)))
         pw = _power_at(k, tuple(ppo_ns)) if k >= 2 and len(ppo_ns) >= 2 else None
-        premise = saturation_check(xs, ys)
-        main = sapg_vs_ppo_check(vals("sapg", n_max), vals("ppo", n_max), n_max, premise,
+        # The registered rule: at the full grid's second look (more seeds than its default) both tests use the
+        # Pocock bound, so the CLI's verdict follows the registration, not the nominal 0.05.
+        level = look_alpha(scale, max(len(vals("ppo", n)) for n in ppo_ns))
+        premise = saturation_check(xs, ys, alpha=level)
+        main = sapg_vs_ppo_check(vals("sapg", n_max), vals("ppo", n_max), n_max, premise, alpha=level,
                                  power=None if pw is None else pw["paper-sized"])  # fmt: skip
         checks += [premise, main]
         if len(ppo_ns) >= 2:
