@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml24.common.validation import integer, positive_int
+
 __all__ = [
     "IGNORE_INDEX",
     "TrainConfig",
@@ -26,6 +28,7 @@ __all__ = [
     "lm_loss",
     "mask_tokens",
     "train_lm",
+    "warmup_times_cosine",
 ]
 
 IGNORE_INDEX = -100
@@ -87,6 +90,25 @@ def cosine_with_warmup(
             return (step + 1) / warmup_steps
         progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
         return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def warmup_times_cosine(
+    optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A linear warm-up *multiplied into* a cosine over all ``total_steps``:
+    ``min(1, (t + 1) / max(1, warmup_steps)) * 0.5 (1 + cos(pi t / total_steps))``.
+
+    Unlike :func:`cosine_with_warmup` the cosine starts at step 0, not after the warm-up (the two differ by
+    the cosine's decay during the warm-up); crossget's CLIP training and uni-med's encoder pretraining use this
+    one. The expression is evaluated in this order so that those papers' numbers are unchanged.
+    """
+    warmup_steps = integer(warmup_steps, "warmup_steps", low=0)
+    total_steps = positive_int(total_steps, "total_steps")
+
+    def factor(step: int) -> float:
+        return min(1.0, (step + 1) / max(1, warmup_steps)) * 0.5 * (1 + math.cos(math.pi * step / total_steps))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 

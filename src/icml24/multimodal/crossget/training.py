@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from icml24.common.validation import integer, positive_int, probability, real
+from icml24.language.training import warmup_times_cosine
 from icml24.multimodal.crossget.model import MergeConfig, TinyCLIP
 from icml24.multimodal.crossget.retrieval import SceneTextEncoder, content_ids, retrieval_recall
 from icml24.multimodal.scenes import SceneBatch, SceneConfig, generate_scenes
@@ -84,12 +85,7 @@ def train_clip(
     if merge is not None and not isinstance(merge, MergeConfig):
         raise TypeError(f"merge must be a MergeConfig or None, got {type(merge).__name__}")
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-
-    def schedule(step: int) -> float:
-        warm = min(1.0, (step + 1) / max(1, config.warmup))
-        return warm * 0.5 * (1 + math.cos(math.pi * step / config.steps))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    sched = warmup_times_cosine(opt, warmup_steps=config.warmup, total_steps=config.steps)
     generator = torch.Generator().manual_seed(seed)
     losses = []
     model.train()

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from icml24.language.training import warmup_times_cosine
 from icml24.multimodal.uni_med.cutmix import token_cutmix
 from icml24.multimodal.uni_med.data import ToyMedVQA
 from icml24.multimodal.uni_med.model import MedVQATransformer
@@ -164,8 +165,7 @@ def pretrain_image_encoder(model: MedVQATransformer, data: ToyMedVQA, *, steps: 
     head = torch.nn.Linear(model.config.dim, 5)
     params = list(model.image_encoder.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / max(1, steps // 30))
-                                              * 0.5 * (1 + math.cos(math.pi * t / steps)))  # fmt: skip
+    sched = warmup_times_cosine(opt, warmup_steps=steps // 30, total_steps=steps)
     images, findings = torch.from_numpy(data.images), torch.from_numpy(data.findings)
     model.train()
     losses = []
