@@ -90,12 +90,15 @@ def test_no_python_reprs_in_readable_text():
 def test_check_statistics_are_printed_and_empty_ones_left_out(ran):
     r = analyze_paper("fake-sleepy", "smoke", None, ran)
     md = report_mod.render_markdown([r], ENV)
-    assert "| rule | effect (CI) | p-value | power | n |" in md
-    assert "one-sided t-test, alpha 0.05" in md and "p = 0.200" in md and "0.80" in md
-    assert "95% CI -0.1 to inf" in md
-    assert "(reported only)" in md
+    assert "| claim | verdict | effect [CI] | p | power | n |" in md
+    assert "| `mean-near-zero` | **inconclusive** (reported only) | — [-0.1, inf] | 0.200 | 0.80 |  |" in (
+        md.replace("mean near zero: the draws are centred ", "")
+    )
+    assert "**Rule.** one-sided t-test, alpha 0.05." in md  # folded away with the evidence
+    assert "**supported** (decides)" in md
     bare = Analysis("supported", "s", checks=[ClaimCheck("c", "supported", "e")])
-    assert report_mod._check_columns(bare.checks) == []
+    r.analysis = bare
+    assert report_mod._check_columns(report_mod.check_rows(r)) == []
 
 
 def test_results_json_validates_against_its_schema_with_null_for_nan(ran, tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,11 @@ import numpy as np
 from icml24.common.experiment import figure_png, new_figure
 
 __all__ = [
+    "FOREST_CAPTION",
+    "ForestRow",
     "figure_png",
     "figure_problems",
+    "forest_plot",
     "label_axes",
     "mean_and_spread",
     "new_figure",
@@ -226,3 +230,144 @@ def figure_problems(fig: Any) -> list[str]:
         if len(labelled) > 1 and not any_legend:
             problems.append(f"{where}: {len(labelled)} labelled lines but no legend")
     return problems
+
+
+# ------------------------------------------------------------------------------------------ forest plot
+
+VERDICT_COLOURS = {"supported": "#1a7f37", "not_supported": "#cf222e", "inconclusive": "#9a6700"}
+"""The report's verdict colours (the HTML badges use the same)."""
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One check in :func:`forest_plot`: its effect with CI in the check's own units.
+
+    Attributes:
+        label: the row's name (``"lp-coresets: flat-in-m"``).
+        group: the heading the row is listed under (the paper's field).
+        verdict: the check's verdict (its colour).
+        effect: the estimated effect (``None``: only the CI is drawn).
+        ci: its confidence interval ``(low, high)``; an infinite end is drawn as an arrow.
+        margin: the value the rule compares the effect with, when known (a black tick).
+        paper_effect: the effect the paper reports, when known (an open diamond).
+        control: the negative control's ``(effect, ci, verdict)``, drawn grey beside the check.
+        uninformative: the check cannot decide (its control came out supported, or the design leaves less
+            headroom than the paper's effect): an open marker.
+        text: the numbers in the check's units, printed at the right end of the row.
+    """
+
+    label: str
+    group: str
+    verdict: str
+    effect: float | None
+    ci: tuple[float, float] | None = None
+    margin: float | None = None
+    paper_effect: float | None = None
+    control: tuple[float | None, tuple[float, float] | None, str] | None = None
+    uninformative: bool = False
+    text: str = ""
+
+
+def _row_scale(row: ForestRow) -> float:
+    """Half the row's x range: the largest finite magnitude among everything the row draws."""
+    xs = [row.effect, row.margin, row.paper_effect, *(row.ci or ())]
+    if row.control is not None:
+        xs += [row.control[0], *(row.control[1] or ())]
+    finite = [abs(x) for x in xs if x is not None and math.isfinite(x)]
+    return max(finite, default=0.0) or 1.0
+
+
+def forest_plot(rows: Sequence[ForestRow], *, title: str = "") -> Any:
+    """Every check as its effect with CI, one row each, grouped under headings (a forest plot).
+
+    Checks measure different things (a difference of accuracies, a slope, a rate), so each row has its own
+    x scale: every value of the row divided by the largest magnitude the row draws (its effect, CI, margin,
+    paper effect, control), so the row spans [-1, 1] with 0 in the middle, and its numbers in its own units
+    are printed at the right. The caption must say so (:data:`FOREST_CAPTION`). Returns the figure.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one ForestRow")
+    groups: dict[str, list[ForestRow]] = {}
+    for row in rows:
+        if not isinstance(row, ForestRow):
+            raise TypeError(f"rows must be ForestRow objects, got {type(row).__name__}")
+        groups.setdefault(row.group, []).append(row)
+    n_lines = len(rows) + len(groups)
+    fig, axes = new_figure(1, 1, width=11.0, height=1.3 + 0.24 * n_lines)
+    ax = axes[0, 0]
+    y, ticks, labels = 0.0, [], []
+    edge = 1.08
+    for group, members in groups.items():
+        ax.text(-edge, y, group, fontweight="bold", fontsize=9, va="center", ha="left",
+                transform=ax.transData)  # fmt: skip
+        ax.axhline(y + 0.5, color="#ddd", linewidth=0.8)
+        y += 1
+        for row in members:
+            s = _row_scale(row)
+            colour = VERDICT_COLOURS.get(row.verdict, "#6e7781")
+            _draw_interval(ax, row.effect, row.ci, s, y, colour, edge, hollow=row.uninformative, size=6)
+            if row.control is not None:
+                c_effect, c_ci, _ = row.control
+                _draw_interval(ax, c_effect, c_ci, s, y + 0.32, "#8c959f", edge, hollow=True, size=4, marker="s")
+            if row.margin is not None and math.isfinite(row.margin):
+                ax.plot([row.margin / s] * 2, [y - 0.35, y + 0.35], color="black", linewidth=1.2)
+            if row.paper_effect is not None and math.isfinite(row.paper_effect):
+                ax.plot(row.paper_effect / s, y, marker="D", markerfacecolor="none", markeredgecolor="black",
+                        markersize=5, linestyle="none")  # fmt: skip
+            ax.text(edge + 0.04, y, row.text, fontsize=7, va="center", ha="left", family="monospace")
+            ticks.append(y)
+            labels.append(row.label)
+            y += 1
+    ax.axvline(0.0, color="#999", linewidth=0.8, linestyle=":")
+    ax.set_xlim(-edge, edge)
+    ax.set_ylim(y - 0.4, -0.6)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xticks([-1, 0, 1])
+    ax.set_xticklabels(["-max", "0", "+max"])
+    label_axes(ax, "effect / the largest magnitude in its row", "check")
+    ax.tick_params(axis="y", length=0)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, marker="o", linestyle="-", label=v.replace("_", " "))
+               for v, c in VERDICT_COLOURS.items()]  # fmt: skip
+    handles += [
+        Line2D([], [], color="#8c959f", marker="s", markerfacecolor="none", label="negative control"),
+        Line2D([], [], color="black", marker="|", linestyle="none", markersize=10, label="rule's margin"),
+        Line2D([], [], color="black", marker="D", markerfacecolor="none", linestyle="none", label="paper's effect"),
+        Line2D([], [], color="#6e7781", marker="o", markerfacecolor="none", linestyle="none",
+               label="cannot decide (control supported or no headroom)"),
+    ]  # fmt: skip
+    fig.legend(handles=handles, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+FOREST_CAPTION = (
+    "Each row is one decisive check: its effect (dot) with its confidence interval (line), coloured by its "
+    "verdict; an arrow marks an interval open on that side. Checks measure different things, so each row "
+    "has its own scale: its values are divided by the largest magnitude the row draws, and the numbers in "
+    "the check's own units are printed at the right (effect [CI]). The black tick is the rule's margin "
+    "where the check states it, the open diamond the paper's effect where known, the grey square below a "
+    "row the negative control's effect and interval."
+)
+
+
+def _draw_interval(ax: Any, effect: float | None, ci: Any, scale: float, y: float, colour: str, edge: float,
+                   *, hollow: bool, size: float, marker: str = "o") -> None:  # fmt: skip
+    if ci is not None and len(ci) == 2:
+        lo = -math.inf if ci[0] is None else float(ci[0])
+        hi = math.inf if ci[1] is None else float(ci[1])
+        if math.isnan(lo) or math.isnan(hi):
+            lo, hi = -math.inf, math.inf
+        a, b = max(lo / scale, -edge), min(hi / scale, edge)
+        ax.plot([a, b], [y, y], color=colour, linewidth=1.6, solid_capstyle="butt")
+        if not math.isfinite(lo):
+            ax.plot(a, y, marker="<", color=colour, markersize=5)
+        if not math.isfinite(hi):
+            ax.plot(b, y, marker=">", color=colour, markersize=5)
+    if effect is not None and math.isfinite(effect):
+        face = "white" if hollow else colour
+        ax.plot(effect / scale, y, marker=marker, color=colour, markerfacecolor=face, markersize=size,
+                linestyle="none")  # fmt: skip

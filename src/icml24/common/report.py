@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from icml24 import __version__, catalogue
-from icml24.common.experiment import Analysis, Cell, ClaimCheck, JobResult, Reproduction
+from icml24.common.experiment import Analysis, Cell, ClaimCheck, Figure, JobResult, Reproduction
 from icml24.common.fingerprint import combine
 from icml24.common.registry import get_reproduction
 from icml24.common.runner import git_commit
@@ -43,6 +43,9 @@ NOT_RUN = "not_run"
 """The state, and the ``verdict`` in ``results.json``, of a paper none of whose jobs finished."""
 
 REPORT_FILES = ("results.json", "report.md", "index.html", "figures")
+
+GLANCE_FILE = "figures/claims-at-a-glance.png"
+"""The forest plot of every decisive check of the sweep (:func:`claims_figure`), first on the page."""
 """What :func:`write_report` puts in its folder (and all that may be there for it to be replaced)."""
 
 
@@ -74,6 +77,8 @@ class PaperReport:
     code: dict[str, Any] = field(default_factory=dict)
     """Where the stored rows ran: ``ResultStore.provenance(jobs).to_dict()`` (fingerprint, commits, dirty
     flags, rows of older code)."""
+    field: str = ""
+    """The paper's field in the catalogue (``"rl"``, ``"conformal"``); empty for a user's reproduction."""
 
     @property
     def verdict(self) -> str:
@@ -93,6 +98,7 @@ class PaperReport:
         not_run = self.state == NOT_RUN
         return {
             "slug": self.slug,
+            "field": self.field,
             "title": self.title,
             "claim": self.claim,
             "state": self.state,
@@ -134,13 +140,14 @@ def error_last_line(error: str | None) -> str:
     return lines[-1] if lines else ""
 
 
-def _paper_meta(slug: str, repro: Reproduction) -> tuple[str, str, str]:
+def _paper_meta(slug: str, repro: Reproduction) -> tuple[str, str, str, str]:
+    """Title, citation, README path and field of a catalogue paper (the slug and empty ones otherwise)."""
     try:
         p = catalogue.get(slug)
     except KeyError:  # a user-registered reproduction
-        return slug, "", ""
+        return slug, "", "", ""
     readme = catalogue.readme_path(slug)
-    return p.title, p.citation, str(readme) if readme is not None else ""
+    return p.title, p.citation, str(readme) if readme is not None else "", p.field
 
 
 def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) -> PaperReport:
@@ -175,13 +182,13 @@ def analyze_paper(slug: str, scale: str, seeds: int | None, store: ResultStore) 
             analysis.summary += f" (Note: {len(errors)} job(s) crashed and {missing} are missing.)"
         # Arms build_jobs left out (an optional package is absent): listed, never silently substituted.
         analysis.not_run = list(dict.fromkeys([*analysis.not_run, *repro.not_run(scale)]))
-    title, citation, readme = _paper_meta(slug, repro)
+    title, citation, readme, paper_field = _paper_meta(slug, repro)
     code = store.provenance(jobs).to_dict()
     report = PaperReport(
         slug=slug, title=title, claim=repro.claim, scale=scale, seeds=sorted({j.seed for j in jobs}),
         analysis=analysis, deviations=repro.deviations, n_jobs=len(jobs), n_ok=len(ok), errors=errors,
         n_missing=missing, wall_time=sum(r.wall_time for r in stored if r is not None), citation=citation,
-        state=state, analysis_error=analysis_error, readme=readme, code=code,
+        state=state, analysis_error=analysis_error, readme=readme, code=code, field=paper_field,
     )  # fmt: skip
     if state != NOT_RUN and not store.readonly:  # `icml24 report` opens the store read-only
         store.put_analysis(
@@ -225,16 +232,23 @@ def slugs_with_jobs(slugs: list[str], scale: str, seeds: int | None, store: Resu
     return out
 
 
-def environment() -> dict[str, Any]:
-    import numpy
-    import torch
+def _dist_version(name: str) -> str:
+    """An installed distribution's version from its metadata (importing torch to ask costs 1.5 s)."""
+    from importlib import metadata
 
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment() -> dict[str, Any]:
     return {
         "icml24": __version__,
         "commit": git_commit(),
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "torch": torch.__version__,
+        "numpy": _dist_version("numpy"),
+        "torch": _dist_version("torch"),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -290,10 +304,13 @@ def write_report(reports: list[PaperReport], out_dir: str | Path) -> Path:
         for r in reports:
             for i, f in enumerate(r.analysis.figures):
                 (tmp / _figure_file(r.slug, i)).write_bytes(f.png)
+        glance = claims_figure(reports)
+        if glance is not None:
+            (tmp / GLANCE_FILE).write_bytes(glance.png)
         payload = results_payload(reports, env)
         (tmp / "results.json").write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
-        (tmp / "report.md").write_text(render_markdown(reports, env), encoding="utf-8")
-        (tmp / "index.html").write_text(render_html(reports, env), encoding="utf-8")
+        (tmp / "report.md").write_text(render_markdown(reports, env, glance=glance), encoding="utf-8")
+        (tmp / "index.html").write_text(render_html(reports, env, glance=glance), encoding="utf-8")
         _apply_umask(tmp)
         _replace_dir(tmp, out)
     except BaseException as exc:
@@ -391,13 +408,159 @@ def check_stats(c: ClaimCheck) -> dict[str, str]:
     return {k: readable(v) for k, v in stats.items() if v}
 
 
-_CHECK_COLUMNS = (("rule", "rule"), ("effect", "effect (CI)"), ("p", "p-value"), ("power", "power"), ("n", "n"))
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def _check_columns(checks: list[ClaimCheck]) -> list[tuple[str, str]]:
-    """The statistics columns that at least one check fills."""
-    filled = set().union(*(check_stats(c) for c in checks)) if checks else set()
-    return [(k, name) for k, name in _CHECK_COLUMNS if k in filled]
+def effect_ci_text(effect: float | None, ci: Any = None) -> str:
+    """``"0.120 [0.050, 0.190]"``: an effect and its interval, compactly (``"—"`` for a missing effect)."""
+    text = fmt_num(effect) if effect is not None else "—"
+    if ci is not None and len(ci) == 2:
+        lo, hi = (fmt_num(v) if v is not None else "n/a" for v in ci)
+        text += f" [{lo}, {hi}]"
+    return text
+
+
+def p_text(p: float | None) -> str:
+    """A p-value for a table cell: ``"0.003"``, ``"<0.001"``; empty when there is none."""
+    if p is None or not math.isfinite(p):
+        return ""
+    return "<0.001" if p < 1e-3 else f"{p:.3f}"
+
+
+def _words(text: str) -> str:
+    return readable(str(text)).replace("_", " ")
+
+
+def headroom_text(headroom: Any) -> str:
+    """A check's headroom in words: its own ``text``, else what the baseline reaches and the largest effect
+    this budget allows beside the paper's."""
+    if not isinstance(headroom, dict):
+        return ""
+    if headroom.get("text"):
+        return readable(str(headroom["text"]))
+    parts = []
+    for key, words in (("baseline_best", "the baseline's best"), ("max_effect", "the largest possible effect"),
+                       ("paper_effect", "the paper's effect")):  # fmt: skip
+        if _finite(headroom.get(key)) is not None:
+            parts.append(f"{words} {fmt_num(headroom[key])}")
+    return "; ".join(parts)
+
+
+def control_text(control: Any) -> str:
+    """The negative control's verdict and effect [CI] (``"not supported: 0.01 [-0.02, 0.04]"``)."""
+    if not isinstance(control, dict):
+        return ""
+    verdict = _words(control.get("verdict") or "")
+    effect = effect_ci_text(_finite(control.get("effect")), control.get("ci"))
+    return f"{verdict}: {effect}" if verdict else effect
+
+
+PLAIN_OUTCOMES = ("effect_shown", "refuted", "undecided")
+"""Outcomes the verdict already says; the others (``effect_below_margin``, ``not_run``) are shown under it."""
+
+
+@dataclass
+class CheckRow:
+    """One check as the report's compact table shows it (see :func:`check_rows`)."""
+
+    id: str
+    claim: str
+    verdict: str
+    role: str
+    """``"decides"``, ``"reported only"`` or empty (decisive, but not among the deciding checks)."""
+    effect: str
+    effect_name: str
+    p: str
+    power: str
+    n: str
+    control: str
+    control_verdict: str
+    notes: list[str]
+    """Short flags under the verdict: ``"uninformative: its control came out supported"``, the outcome."""
+    details: list[tuple[str, str]]
+    """The folded-away text: evidence, rule, headroom, the control's claim."""
+
+
+CHECK_COLUMNS = (("effect", "effect [CI]"), ("p", "p"), ("power", "power"), ("n", "n"), ("control", "control"))
+"""The statistics columns of the check table, after claim and verdict (a column no check fills is left out)."""
+
+
+def check_rows(r: PaperReport) -> list[CheckRow]:
+    """The paper's checks as rows of one compact table: claim, verdict, effect [CI], p, power, n and the
+    negative control, with the long text (evidence, rule, headroom) kept apart to be folded away.
+
+    Reads the optional keys of ``ClaimCheck.to_dict`` (``control``, ``uninformative``, ``headroom``,
+    ``outcome``) with ``.get``, so a check without them renders as before.
+    """
+    deciding = {c.id for c in r.deciding_checks()} if r.state == "analysed" else set()
+    rows = []
+    for c in r.analysis.checks:
+        d = c.to_dict()
+        control = d.get("control") if isinstance(d.get("control"), dict) else None
+        ci = d.get("ci")
+        notes = []
+        if d.get("uninformative"):
+            notes.append("uninformative: its control came out supported")
+        if isinstance(d.get("headroom"), dict) and d["headroom"].get("can_decide") is False:
+            notes.append("cannot decide: the design leaves less room than the paper's effect")
+        if d.get("outcome") and d["outcome"] not in PLAIN_OUTCOMES:
+            notes.append(_words(d["outcome"]))
+        details = [("Evidence", readable(c.evidence))]
+        if c.rule:
+            details.append(("Rule", readable(c.rule)))
+        if headroom_text(d.get("headroom")):
+            details.append(("Headroom", headroom_text(d.get("headroom"))))
+        if control is not None:
+            ctext = control_text(control)
+            claim = readable(str(control.get("claim") or ""))
+            p = p_text(_finite(control.get("p_value")))
+            details.append(("Control", "; ".join(x for x in (claim, ctext, f"p {p}" if p else "") if x)))
+        if c.effect_name:
+            details.append(("Effect", readable(c.effect_name)))
+        has_effect = c.effect is not None or ci is not None
+        rows.append(CheckRow(
+            id=c.id, claim=readable(c.claim), verdict=c.verdict,
+            role="reported only" if not c.decisive else ("decides" if c.id in deciding else ""),
+            effect=effect_ci_text(_finite(c.effect), ci) if has_effect else "",
+            effect_name=readable(c.effect_name), p=p_text(c.p_value),
+            power=f"{c.power:.2f}" if c.power is not None else "", n=str(c.n) if c.n is not None else "",
+            control=control_text(control), control_verdict=str(control.get("verdict") or "") if control else "",
+            notes=notes, details=[(k, v) for k, v in details if v],
+        ))  # fmt: skip
+    return rows
+
+
+def _check_columns(rows: list[CheckRow]) -> list[tuple[str, str]]:
+    """The statistics columns that at least one row fills."""
+    return [(k, name) for k, name in CHECK_COLUMNS if any(getattr(row, k) for row in rows)]
+
+
+SMOKE_BANNER = "Smoke scale: a plumbing test, numbers not meaningful."
+"""What a smoke-scale paper's section (and a page holding one) says first."""
+
+LONG_SUMMARY = 400
+"""A summary longer than this many characters is folded away (``<details>``) under the verdict."""
+
+
+def verdict_line(r: PaperReport) -> str:
+    """``"Verdict: supported (3 decisive checks: 2 supported, 1 inconclusive)."``"""
+    text = f"Verdict: {r.verdict_text}"
+    decisive = [c for c in r.analysis.checks if c.decisive] if r.state == "analysed" else []
+    if decisive:
+        counts: dict[str, int] = {}
+        for c in decisive:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        many = "s" if len(decisive) > 1 else ""
+        text += f" ({len(decisive)} decisive check{many}: " + ", ".join(
+            f"{k} {v.replace('_', ' ')}" for v, k in counts.items()
+        ) + ")"
+    return text + "."
+
+
+def not_run_parts(r: PaperReport) -> list[str]:
+    """The parts of the reproduction that did not run (``Analysis.not_run``, when the analysis has it)."""
+    return [readable(str(x)) for x in (getattr(r.analysis, "not_run", None) or [])]
 
 
 def verdict_parts(r: PaperReport) -> dict[str, str]:
@@ -525,6 +688,72 @@ def _cell_text(v: Any) -> str:
     return readable(str(v))
 
 
+# ------------------------------------------------------------------------------------------ at a glance
+
+_COMPUTE = object()
+"""Default of the renderers' ``glance``: build the claims figure from the reports."""
+
+GLANCE_MAX_ROWS = 160
+"""The forest plot shows at most this many checks (the first ones, by field); the caption says so."""
+
+
+def forest_rows(reports: list[PaperReport]) -> list[Any]:
+    """Every decisive check with an effect or a CI, of every analysed paper, as forest-plot rows grouped
+    by field (catalogue order of fields, then the reports' order)."""
+    from icml24.catalogue import FIELDS
+    from icml24.common.plotting import ForestRow
+
+    rows = []
+    for r in reports:
+        if r.state != "analysed":
+            continue
+        for c in r.analysis.checks:
+            d = c.to_dict()
+            ci = d.get("ci")
+            if not c.decisive or (_finite(c.effect) is None and ci is None):
+                continue
+            control = d.get("control") if isinstance(d.get("control"), dict) else None
+            headroom = d.get("headroom") if isinstance(d.get("headroom"), dict) else {}
+            text = effect_ci_text(_finite(c.effect), ci)
+            if control is not None:
+                text += f"  ctrl {effect_ci_text(_finite(control.get('effect')), control.get('ci'))}"
+            rows.append(ForestRow(
+                label=f"{r.slug}: {c.id}", group=r.field or "other", verdict=c.verdict,
+                effect=_finite(c.effect), ci=_ci_pair(ci), margin=_finite(d.get("margin")),
+                paper_effect=_finite(headroom.get("paper_effect")),
+                control=(_finite(control.get("effect")), _ci_pair(control.get("ci")), str(control.get("verdict")))
+                if control is not None else None,
+                uninformative=bool(d.get("uninformative")) or headroom.get("can_decide") is False, text=text,
+            ))  # fmt: skip
+    order = {f: i for i, f in enumerate(FIELDS)}
+    return sorted(rows, key=lambda row: order.get(row.group, len(order)))  # stable: papers keep their order
+
+
+def _ci_pair(ci: Any) -> tuple[float, float] | None:
+    if ci is None or len(ci) != 2:
+        return None
+    lo, hi = (math.nan if v is None else float(v) for v in ci)
+    return (-math.inf if math.isnan(lo) else lo, math.inf if math.isnan(hi) else hi)
+
+
+def claims_figure(reports: list[PaperReport]) -> Figure | None:
+    """The claims at a glance: a forest plot of every decisive check of the sweep (``None`` when no check
+    has an effect or an interval)."""
+    from icml24.common.plotting import FOREST_CAPTION, figure_png, forest_plot
+
+    rows = forest_rows(reports)
+    if not rows:
+        return None
+    shown = rows[:GLANCE_MAX_ROWS]
+    papers = len({row.label.partition(":")[0] for row in rows})
+    caption = FOREST_CAPTION + f" {len(rows)} decisive checks of {papers} paper(s), grouped by field"
+    caption += f"; the first {len(shown)} are shown." if len(shown) < len(rows) else "."
+    if any(r.scale == "smoke" for r in reports):
+        caption += " " + SMOKE_BANNER
+    fig = forest_plot(shown)
+    return Figure("Claims at a glance", figure_png(fig, dpi=100), caption)
+
+
 # ------------------------------------------------------------------------------------------ Markdown
 
 
@@ -532,12 +761,23 @@ def _md(v: Any) -> str:
     return _cell_text(v).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(reports: list[PaperReport], env: dict[str, Any]) -> str:
+def _md_details(summary: str, lines: list[str]) -> list[str]:
+    """A folded block (GitHub and most Markdown renderers show ``<details>``)."""
+    return ["<details><summary>" + html.escape(summary) + "</summary>", "", *lines, "", "</details>", ""]
+
+
+def render_markdown(reports: list[PaperReport], env: dict[str, Any], *, glance: Any = _COMPUTE) -> str:
+    """The report as Markdown; ``glance`` is the claims-at-a-glance figure (computed when not given)."""
     lines = ["# icml24 reproduction report", ""]
     lines.append(
         f"icml24 {env['icml24']} (commit {env['commit'] or 'n/a'}), Python {env['python']}, "
         f"torch {env['torch']}, {env['cpus']} CPUs, {env['created']}."
     )
+    if any(r.scale == "smoke" for r in reports):
+        lines += ["", f"> **{SMOKE_BANNER}**"]
+    glance = claims_figure(reports) if glance is _COMPUTE else glance
+    if glance is not None:
+        lines += ["", f"![{glance.title}]({GLANCE_FILE})", "", f"*{glance.title}.* {glance.caption}"]
     lines += ["", "| paper | scale | verdict | decided by | jobs ok/total | job time (s) | code |"]
     lines.append("|---|---|---|---|---|---|---|")
     for r in reports:
@@ -550,32 +790,43 @@ def render_markdown(reports: list[PaperReport], env: dict[str, Any]) -> str:
         lines += ["", f"## {r.slug}", "", f"*{r.title}*", ""]
         if r.citation:
             lines += [r.citation, ""]
-        vp = verdict_parts(r)
-        lines += [f"**Claim.** {r.claim}", "", f"**{vp['verdict']}** {vp['summary']}", ""]
-        if "rule" in vp:
-            lines += [f"**Rule.** {vp['rule']}", ""]
-        if "decided_by" in vp:
-            lines += [f"**Decided by.** {vp['decided_by']}", ""]
-        lines += [f"Scale `{r.scale}`, seeds: {_seed_text(r.seeds)}, total job time {r.wall_time:.1f} s.", ""]
+        if r.scale == "smoke":
+            lines += [f"> **{SMOKE_BANNER}**", ""]
+        lines += [f"**Claim.** {r.claim}", "", f"**{verdict_line(r)}**", ""]
+        summary = _sentence(readable(a.summary))
+        if len(summary) > LONG_SUMMARY:
+            lines += _md_details(f"Summary of the analysis ({len(summary):,} characters)", [summary])
+        elif summary:
+            lines += [summary, ""]
+        if r.state == "analysed" and a.rule:
+            lines += [f"How the checks combine: {_sentence(readable(a.rule))}", ""]
+        for part in not_run_parts(r):
+            lines += [f"> **Not run.** {part}", ""]
+        rows = check_rows(r)
+        if rows:
+            cols = _check_columns(rows)
+            lines += ["| claim | verdict | " + " | ".join(n for _, n in cols) + " |"]
+            lines.append("|---|---|" + "---|" * len(cols))
+            for row in rows:
+                verdict = f"**{row.verdict.replace('_', ' ')}**" + (f" ({row.role})" if row.role else "")
+                verdict += "".join(f"; {n}" for n in row.notes)
+                lines.append(
+                    f"| {_md(row.claim)} `{row.id}` | {_md(verdict)} | "
+                    + " | ".join(_md(getattr(row, k)) for k, _ in cols) + " |"
+                )
+            lines.append("")
+            evidence = [f"- `{row.id}`: " + " ".join(f"**{k}.** {_sentence(v)}" for k, v in row.details)
+                        for row in rows if row.details]  # fmt: skip
+            if evidence:
+                lines += _md_details("Evidence and rule of each check", evidence)
+        lines += [f"Scale `{r.scale}`, seeds: {_seed_text(r.seeds)}, total job time {r.wall_time:.1f} s, "
+                  f"jobs {r.n_ok}/{r.n_jobs} ok.", ""]  # fmt: skip
         ctext, cwarn = code_text(r)
         if ctext:
             lines += [ctext, ""]
         lines += [f"> **Warning.** {w}\n" for w in cwarn]
         if r.readme:
             lines += [f"README: `{r.readme}`", ""]
-        if a.checks:
-            cols = _check_columns(a.checks)
-            lines += ["| sub-claim | id | verdict | evidence | " + " | ".join(n for _, n in cols) + " |"]
-            lines.append("|---|---|---|---|" + "---|" * len(cols))
-            for c in a.checks:
-                stats = check_stats(c)
-                decisive = "" if c.decisive else " (reported only)"
-                lines.append(
-                    f"| {_md(c.claim)} | `{c.id}` | {c.verdict.replace('_', ' ')}{decisive} | {_md(c.evidence)} | "
-                    + " | ".join(_md(stats.get(k, "")) for k, _ in cols)
-                    + " |"
-                )
-            lines.append("")
         for t in a.tables:
             lines += [f"**{t.title}**", "", "| " + " | ".join(map(_md, t.columns)) + " |"]
             lines.append("|" + "---|" * len(t.columns))
@@ -588,7 +839,7 @@ def render_markdown(reports: list[PaperReport], env: dict[str, Any]) -> str:
             caption = f" {readable(f.caption)}" if f.caption else ""
             lines += [f"![{f.title}]({_figure_file(r.slug, i)})", "", f"*Figure {i + 1}: {f.title}.*{caption}", ""]
         if r.deviations:
-            lines += ["", "**Deviations from the paper.**", ""] + [f"- {d}" for d in r.deviations]
+            lines += _md_details(f"Deviations from the paper ({len(r.deviations)})", [f"- {d}" for d in r.deviations])
         if r.analysis_error:
             lines += ["", "**The analysis crashed.**", "", "```", r.analysis_error.strip(), "```", ""]
         if r.errors or r.n_missing:
@@ -606,6 +857,9 @@ padding:0 1em;color:#1d2329;line-height:1.45}
 h1{border-bottom:2px solid #ddd}h2{margin-top:2.2em;border-bottom:1px solid #eee}
 table{border-collapse:collapse;margin:.8em 0;font-size:.92em}td,th{border:1px solid #ddd;padding:.3em .6em;
 text-align:left;vertical-align:top}th{background:#f6f8fa}
+table.checks td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
+table.checks tr.decides td:first-child{border-left:3px solid #1d2329}
+table.checks details summary{cursor:pointer}table.checks details p{margin:.3em 0;font-size:.92em;color:#333}
 .v{padding:.1em .5em;border-radius:4px;color:#fff;font-weight:600;white-space:nowrap}
 .supported{background:#1a7f37}.not_supported{background:#cf222e}.inconclusive{background:#9a6700}
 .not_run{background:#6e7781}
@@ -614,6 +868,7 @@ figure.wide{display:block;max-width:100%;margin:.8em 0}figure.wide img{width:100
 figure img{max-width:100%;height:auto;border:1px solid #eee;cursor:zoom-in}
 figcaption{font-size:.85em;color:#555}
 .warn{background:#fff8c5;border-left:4px solid #9a6700;padding:.3em .6em}
+.banner{background:#ddf4ff;border-left:4px solid #0969da;padding:.4em .7em;font-weight:600}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.8em}.muted{color:#666;font-size:.9em}
 """
 
@@ -629,16 +884,68 @@ def _verdict_badge(v: str) -> str:
     return f'<span class="v {html.escape(v)}">{html.escape(v.replace("_", " "))}</span>'
 
 
-def render_html(reports: list[PaperReport], env: dict[str, Any]) -> str:
+def _html_figure(f: Figure, file: str, label: str, wide: bool | None = None) -> str:
+    b64 = base64.b64encode(f.png).decode()
+    if wide is None:
+        wide = png_size(f.png)[0] > WIDE_FIGURE_PX
+    cls = " class='wide'" if wide else ""
+    cap = f"{label}{_h(f.title)}" + (f". {_h(f.caption)}" if f.caption else "")
+    return (
+        f"<figure{cls}><a href='{file}' title='open full size'>"
+        f"<img alt='{_h(f.title)}' src='data:image/png;base64,{b64}'></a>"
+        f"<figcaption>{cap} <span class='muted'>(click to enlarge)</span></figcaption></figure>"
+    )
+
+
+def _html_checks(r: PaperReport) -> list[str]:
+    rows = check_rows(r)
+    if not rows:
+        return []
+    cols = _check_columns(rows)
+    parts = ["<table class='checks'><tr><th>claim</th><th>verdict</th>"
+             + "".join(f"<th>{_h(n)}</th>" for _, n in cols) + "</tr>"]  # fmt: skip
+    for row in rows:
+        details = "".join(f"<p><b>{_h(k)}.</b> {_h(v)}</p>" for k, v in row.details)
+        claim = (f"<details><summary>{_h(row.claim)}</summary>{details}"
+                 f"<p class='muted'>id <code>{_h(row.id)}</code></p></details>")  # fmt: skip
+        flags = [row.role] if row.role else []
+        verdict = _verdict_badge(row.verdict) + "".join(
+            f"<br><span class='muted'>{_h(x)}</span>" for x in flags + row.notes
+        )
+        cells = []
+        for k, _ in cols:
+            value = getattr(row, k)
+            if k == "effect" and value and row.effect_name:
+                cells.append(f"<td class='num' title='{_h(row.effect_name)}'>{_h(value)}</td>")
+            elif k == "control" and row.control_verdict:
+                effect = value.partition(": ")[2]
+                cells.append(f"<td class='num'>{_verdict_badge(row.control_verdict)} {_h(effect)}</td>")
+            else:
+                cells.append(f"<td class='num'>{_h(value)}</td>")
+        cls = " class='decides'" if row.role == "decides" else ""
+        parts.append(f"<tr{cls}><td>{claim}</td><td>{verdict}</td>{''.join(cells)}</tr>")
+    parts.append("</table>")
+    return parts
+
+
+def render_html(reports: list[PaperReport], env: dict[str, Any], *, glance: Any = _COMPUTE) -> str:
+    """The self-contained HTML page; ``glance`` is the claims-at-a-glance figure (computed when not given)."""
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>icml24 reproduction report</title>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<style>{_CSS}</style></head><body><h1>icml24 reproduction report</h1>",
         f"<p class='muted'>icml24 {_h(env['icml24'])} (commit {_h(env['commit'] or 'n/a')}), "
         f"Python {_h(env['python'])}, torch {_h(env['torch'])}, {_h(env['cpus'])} CPUs, {_h(env['created'])}</p>",
-        "<table><tr><th>paper</th><th>scale</th><th>verdict</th><th>decided by</th><th>jobs ok/total</th>"
-        "<th>job time (s)</th><th>code</th></tr>",
     ]
+    if any(r.scale == "smoke" for r in reports):
+        parts.append(f"<p class='banner'>{_h(SMOKE_BANNER)}</p>")
+    glance = claims_figure(reports) if glance is _COMPUTE else glance
+    if glance is not None:
+        parts.append(_html_figure(glance, GLANCE_FILE, "", wide=True))
+    parts.append(
+        "<table><tr><th>paper</th><th>scale</th><th>verdict</th><th>decided by</th><th>jobs ok/total</th>"
+        "<th>job time (s)</th><th>code</th></tr>"
+    )
     for r in reports:
         parts.append(
             f"<tr><td><a href='#{_h(r.slug)}'>{_h(r.slug)}</a></td><td>{_h(r.scale)}</td>"
@@ -648,58 +955,39 @@ def render_html(reports: list[PaperReport], env: dict[str, Any]) -> str:
     parts.append("</table>")
     for r in reports:
         a = r.analysis
-        seeds = _seed_text(r.seeds)
-        vp = verdict_parts(r)
+        summary = _sentence(readable(a.summary))
+        ctext, cwarn = code_text(r)
         parts += [
             f"<h2 id='{_h(r.slug)}'>{_h(r.slug)} {_verdict_badge(r.verdict)}</h2>",
-            f"<p><em>{_h(r.title)}</em></p>",
+            f"<p><em>{_h(r.title)}</em></p>" if r.title else "",
             f"<p class='muted'>{_h(r.citation)}</p>" if r.citation else "",
+            f"<p class='banner'>{_h(SMOKE_BANNER)}</p>" if r.scale == "smoke" else "",
             f"<p><b>Claim.</b> {_h(r.claim)}</p>",
-            f"<p><b>{_h(vp['verdict'])}</b> {_h(vp['summary'])}</p>",
-            f"<p><b>Rule.</b> {_h(vp['rule'])}</p>" if "rule" in vp else "",
-            f"<p><b>Decided by.</b> {_h(vp['decided_by'])}</p>" if "decided_by" in vp else "",
-            f"<p class='muted'>Scale <code>{_h(r.scale)}</code>, seeds: {_h(seeds)}, "
-            f"total job time {r.wall_time:.1f} s, jobs {r.n_ok}/{r.n_jobs} ok.</p>",
-            f"<p class='muted'>{_h(code_text(r)[0])}</p>" if code_text(r)[0] else "",
-            *(f"<p class='warn'>Warning. {_h(w)}</p>" for w in code_text(r)[1]),
+            f"<p><b>{_h(verdict_line(r))}</b></p>",
+            (f"<details><summary>Summary of the analysis ({len(summary):,} characters)</summary>"
+             f"<p>{_h(summary)}</p></details>") if len(summary) > LONG_SUMMARY else
+            (f"<p>{_h(summary)}</p>" if summary else ""),
+            f"<p class='muted'>How the checks combine: {_h(_sentence(readable(a.rule)))}</p>"
+            if r.state == "analysed" and a.rule else "",
+            *(f"<p class='warn'><b>Not run.</b> {_h(x)}</p>" for x in not_run_parts(r)),
+            *_html_checks(r),
+            f"<p class='muted'>Scale <code>{_h(r.scale)}</code>, seeds: {_h(_seed_text(r.seeds))}, "
+            f"total job time {r.wall_time:.1f} s, jobs {r.n_ok}/{r.n_jobs} ok."
+            + (f" {_h(ctext)}" if ctext else "") + "</p>",
+            *(f"<p class='warn'>Warning. {_h(w)}</p>" for w in cwarn),
             f"<p class='muted'>README: <code>{_h(r.readme)}</code></p>" if r.readme else "",
-        ]
-        if a.checks:
-            cols = _check_columns(a.checks)
-            parts.append(
-                "<table><tr><th>sub-claim</th><th>id</th><th>verdict</th><th>evidence</th>"
-                + "".join(f"<th>{_h(n)}</th>" for _, n in cols)
-                + "</tr>"
-            )
-            for c in a.checks:
-                stats = check_stats(c)
-                decisive = "" if c.decisive else "<br><span class='muted'>reported only</span>"
-                parts.append(
-                    f"<tr><td>{_h(c.claim)}</td><td><code>{_h(c.id)}</code></td>"
-                    f"<td>{_verdict_badge(c.verdict)}{decisive}</td><td>{_h(c.evidence)}</td>"
-                    + "".join(f"<td>{_h(stats.get(k, ''))}</td>" for k, _ in cols)
-                    + "</tr>"
-                )
-            parts.append("</table>")
+        ]  # fmt: skip
         for t in a.tables:
             parts.append(f"<h4>{_h(t.title)}</h4><table><tr>" + "".join(f"<th>{_h(c)}</th>" for c in t.columns))
             parts += ["<tr>" + "".join(f"<td>{_h(c)}</td>" for c in row) + "</tr>" for row in t.rows]
             note = " ".join(x for x in (t.note, _spread_note(t)) if x)
             parts.append("</table>" + (f"<p class='muted'>{_h(note)}</p>" if note else ""))
         for i, f in enumerate(a.figures):
-            b64 = base64.b64encode(f.png).decode()
-            width, _ = png_size(f.png)
-            cls = " class='wide'" if width > WIDE_FIGURE_PX else ""
-            cap = f"Figure {i + 1}: {_h(f.title)}" + (f". {_h(f.caption)}" if f.caption else "")
-            parts.append(
-                f"<figure{cls}><a href='{_figure_file(r.slug, i)}' title='open full size'>"
-                f"<img alt='{_h(f.title)}' src='data:image/png;base64,{b64}'></a>"
-                f"<figcaption>{cap} <span class='muted'>(click to enlarge)</span></figcaption></figure>"
-            )
+            parts.append(_html_figure(f, _figure_file(r.slug, i), f"Figure {i + 1}: "))
         if r.deviations:
-            parts.append("<h4>Deviations from the paper</h4><ul>")
+            parts.append(f"<details><summary>Deviations from the paper ({len(r.deviations)})</summary><ul>")
             parts += [f"<li>{_h(d)}</li>" for d in r.deviations]
-            parts.append("</ul>")
+            parts.append("</ul></details>")
         if r.analysis_error:
             parts.append(f"<h4>The analysis crashed</h4><pre>{html.escape(r.analysis_error)}</pre>")
         if r.errors or r.n_missing:
