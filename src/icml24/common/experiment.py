@@ -778,10 +778,14 @@ def figure_png(fig: Any, dpi: int = 110) -> bytes:
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, width: float = 5.0, height: float = 3.6) -> tuple[Any, Any]:
-    """A matplotlib figure on the Agg backend, safe in worker processes without a display."""
+    """A matplotlib figure on the Agg backend, safe in worker processes without a display; ``width`` and
+    ``height`` are per panel. Its layout is ``"constrained"``: labels, titles and a legend placed outside
+    (``fig.legend(loc="outside right upper")``) never overlap the panels, so no ``tight_layout`` call."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    return plt.subplots(
+        nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained"
+    )

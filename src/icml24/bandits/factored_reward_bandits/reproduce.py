@@ -312,7 +312,6 @@ def _analyze_flat(results: Sequence[JobResult]) -> tuple[Table | None, list[Clai
         ax.set_yscale("log")
     if axes.ravel()[0].get_legend_handles_labels()[0]:
         axes.ravel()[0].legend(fontsize=7)
-    fig.tight_layout()
     figure = Figure(
         "Regret curves: factored vs flattened",
         figure_png(fig),

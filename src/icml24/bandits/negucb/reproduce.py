@@ -337,7 +337,6 @@ def _figure(tasks: dict[str, list[JobResult]]) -> Figure | None:
     for ax in axes[: len(shown)]:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6)
-    fig.tight_layout()
     return Figure("Cumulative regret", figure_png(fig),
                   "Mean cumulative regret over all trials, band ± 1 standard error over trials; both axes "
                   "logarithmic, so a slope below 1 is sublinear regret.")  # fmt: skip

@@ -502,7 +502,6 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
                             effect_name="Spearman rho of ERM's success in log alpha")  # fmt: skip
         checks.append(mono.to_check(id=f"erm-monotone-xi{xi:g}", decisive=False,
                                     claim=f"Under ERM, success grows with the collective's size (xi = {xi:g})"))
-    fig.tight_layout()
     return tables, checks, [Figure(
         "Success and effective collective size against alpha, logistic-regression learners",
         figure_png(fig), "Top: S(alpha); bottom: alpha_eff / alpha (1 = no change; the grey line). Error bars: "

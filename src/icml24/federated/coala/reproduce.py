@@ -349,7 +349,6 @@ def _figure(results: Sequence[JobResult]) -> Figure:
     feat = [metric_values(list(results), f"feature_{k}_accuracy") for k in FEATURE_ALGOS]
     plot_mean_errorbar(ax[0][1], [FEATURE_NAMES[k] for k in FEATURE_ALGOS], np.asarray(feat), "Digits-4")
     label_axes(ax[0][1], "algorithm", "mean per-domain accuracy", title="Feature shift")
-    fig.tight_layout()
     n = len(label[0])
     return Figure("Label shift and feature shift", figure_png(fig),
                   f"Accuracy after the last round; {spread_caption('std', n, kind='error bars')}.")  # fmt: skip

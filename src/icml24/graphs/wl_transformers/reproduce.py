@@ -338,7 +338,6 @@ def _count_checks(results: Sequence[JobResult]) -> tuple[list, list[Table], list
     ax[0, 0].set_xticks(x, [MODEL_NAMES[m] for m in models], rotation=20, ha="right", fontsize=8)
     ax[0, 0].set(ylabel="test MAE (count)", yscale="log", title="Counting: test MAE (bars: std over seeds)")
     ax[0, 0].legend(fontsize=8)
-    fig.tight_layout()
     figure = Figure("Substructure counting MAE", figure_png(fig), "Lower is better; error bars are the std over seeds.")
     return checks, [table], [figure]
 

@@ -500,7 +500,6 @@ def _figure(panels: Sequence[tuple[str, Mapping, Mapping]]) -> Figure:
         a.set_xticks(xs, [METHOD_NAMES[m] for m in methods], rotation=60, ha="right", fontsize=7)
         a.set(ylabel="accuracy (fraction correct)", ylim=(0, 1.05), title=f"{title}: mean ± std over seeds")
         a.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
     return Figure("ID and OOD accuracy by method", figure_png(fig),
                   "Bars: mean accuracy over seeds; error bars: standard deviation over seeds.")
 

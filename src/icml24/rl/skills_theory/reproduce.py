@@ -411,7 +411,6 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             ax.set_xlabel("log combined difficulty (nats)")
             ax.set_ylabel("log10 env steps to solve")
             ax.set_title(ENV_LABELS[env])
-        fig.tight_layout()
         figures.append(Figure("Q-learning steps vs combined difficulty", figure_png(fig),
                               "One point per action space and macro seed (mean of the learners' log steps; "
                               "no error bars: each point is one action space)."))  # fmt: skip
@@ -433,7 +432,6 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         ax.set_xlabel("p-incompressibility I_p of the base environment")
         ax.set_ylabel("min C_aug / C_base")
         ax.legend()
-        fig.tight_layout()
         figures.append(Figure("Best improvement vs incompressibility (Figure 1 of the paper)", figure_png(fig),
                               "Error bars: std over macro seeds."))  # fmt: skip
 
