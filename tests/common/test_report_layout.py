@@ -156,3 +156,25 @@ def test_forest_rows_are_normalised_per_row_and_the_plot_reads_at_a_hundred_rows
         forest_plot([])
     with pytest.raises(TypeError, match="ForestRow"):
         forest_plot(["x"])
+
+
+def test_the_checks_own_control_headroom_and_outcome_fields_render():
+    p = _paper()
+    p.analysis.checks = [
+        ClaimCheck("gain: it wins", "inconclusive", "e", id="gain", effect=0.01, ci=(0.005, 0.02), n=5,
+                   outcome="effect_below_margin",
+                   control={"verdict": "supported", "effect": 0.3, "ci": [0.1, 0.5], "p_value": 0.01, "claim": "c"},
+                   headroom={"baseline_best": 0.9, "max_effect": 0.02, "paper_effect": 0.05, "can_decide": False,
+                             "text": "the baseline reaches 0.9: at most 0.02 to gain"}),
+        ClaimCheck("plain: effect shown", "supported", "e", id="plain", effect=1.0, outcome="effect_shown"),
+    ]  # fmt: skip
+    rows = {row.id: row for row in check_rows(p)}
+    assert rows["gain"].notes == [
+        "uninformative: its control came out supported",
+        "cannot decide: the design leaves less room than the paper's effect",
+        "effect below margin",
+    ]
+    assert ("Headroom", "the baseline reaches 0.9: at most 0.02 to gain") in rows["gain"].details
+    assert rows["gain"].control == "supported: 0.3 [0.1, 0.5]" and rows["plain"].notes == []
+    glance = forest_rows([p])
+    assert glance[0].uninformative and glance[0].paper_effect == 0.05 and glance[0].control[0] == 0.3
