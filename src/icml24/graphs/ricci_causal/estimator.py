@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from icml24.common.validation import positive_int
 from icml24.graphs.ricci_causal.curvature import as_edge_array, float_array
 
 __all__ = ["GCNEffectEstimator"]
@@ -43,12 +44,6 @@ class _TARGCN(torch.nn.Module):
             # The unit's own covariates beside the aggregate: GCN's self-loop alone gives them weight 1/(deg+1).
             h = torch.cat([h, torch.relu(self.root(x))], dim=1)
         return torch.cat([head(h) for head in self.heads], dim=1)  # (n, 2): y_hat(0), y_hat(1)
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return int(value)
 
 
 def _positive_float(name: str, value, *, allow_zero: bool = False) -> float:
@@ -96,8 +91,8 @@ class GCNEffectEstimator:
             edge_weight: ``(E,)`` positive message weights in the edge order of ``as_edge_array``; ``None``: all 1.
             train_mask: ``(n,)`` booleans, the nodes whose outcomes the estimator may see.
         """
-        hidden = _positive_int("hidden", self.hidden)
-        epochs = _positive_int("epochs", self.epochs)
+        hidden = positive_int(self.hidden, "hidden")
+        epochs = positive_int(self.epochs, "epochs")
         lr = _positive_float("lr", self.lr)
         wd = _positive_float("weight_decay", self.weight_decay, allow_zero=True)
         vf = self.val_fraction

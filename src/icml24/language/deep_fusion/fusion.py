@@ -52,12 +52,6 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh}
 """The elementwise activations :class:`DeepMLP` accepts (the fusion identity holds for any of them)."""
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 def _finite_nonneg(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")

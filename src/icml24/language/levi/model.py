@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml24.common.validation import positive_int
+
 __all__ = [
     "LEVI",
     "SmallMLP",
@@ -45,12 +47,6 @@ __all__ = [
     "predict_logits",
     "train_classifier",
 ]
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def _rate(name: str, value: object) -> float:
@@ -85,8 +81,8 @@ def pooled_layer_features(
     for layer in layers:
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= int(layer) <= n_hidden:
             raise ValueError(f"layers must hold ints in [0, {n_hidden}], got {layers!r}")
-    batch_size = _positive_int("batch_size", batch_size)
-    max_length = _positive_int("max_length", max_length)
+    batch_size = positive_int(batch_size, "batch_size")
+    max_length = positive_int(max_length, "max_length")
     out: list[list[np.ndarray]] = [[] for _ in layers]
     was_training = encoder.training
     encoder.eval()
@@ -112,7 +108,7 @@ def hashed_bag_of_words(texts: Sequence[str], *, n_features: int = 4096) -> np.n
     """
     if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a non-empty sequence of strings")
-    n_features = _positive_int("n_features", n_features)
+    n_features = positive_int(n_features, "n_features")
     from sklearn.feature_extraction.text import HashingVectorizer
 
     vec = HashingVectorizer(n_features=n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2")
@@ -129,9 +125,9 @@ class SmallMLP(nn.Module):
 
     def __init__(self, *, in_features: int, hidden: int = 64, out_dim: int = 64, dropout: float = 0.1):
         super().__init__()
-        in_features = _positive_int("in_features", in_features)
-        hidden = _positive_int("hidden", hidden)
-        out_dim = _positive_int("out_dim", out_dim)
+        in_features = positive_int(in_features, "in_features")
+        hidden = positive_int(hidden, "hidden")
+        out_dim = positive_int(out_dim, "out_dim")
         self.out_dim = out_dim
         self.net = nn.Sequential(nn.Flatten(), nn.Linear(in_features, hidden), nn.ReLU(),
                                  nn.Dropout(_rate("dropout", dropout)), nn.Linear(hidden, out_dim))  # fmt: skip
@@ -172,21 +168,21 @@ class LEVI(nn.Module):
         super().__init__()
         if isinstance(view_dims, (str, bytes)) or not isinstance(view_dims, Sequence):
             raise TypeError(f"view_dims must be a sequence of positive ints, got {view_dims!r}")
-        dims = [_positive_int("view_dims", d) for d in view_dims]
+        dims = [positive_int(d, "view_dims") for d in view_dims]
         if small_model is not None and not isinstance(small_model, nn.Module):
             raise TypeError(f"small_model must be a torch.nn.Module or None, got {type(small_model).__name__}")
-        n_classes = _positive_int("n_classes", n_classes)
+        n_classes = positive_int(n_classes, "n_classes")
         if n_classes < 2:
             raise ValueError(f"n_classes must be >= 2, got {n_classes}")
         if adapter_dim is not None:
-            adapter_dim = _positive_int("adapter_dim", adapter_dim)
+            adapter_dim = positive_int(adapter_dim, "adapter_dim")
         if isinstance(head_hidden, bool) or not isinstance(head_hidden, int) or head_hidden < 0:
             raise ValueError(f"head_hidden must be a non-negative int, got {head_hidden!r}")
         if small_model is not None:
             sd = small_dim if small_dim is not None else getattr(small_model, "out_dim", None)
             if sd is None:
                 raise ValueError("small_dim must be given when small_model has no out_dim attribute")
-            dims.append(_positive_int("small_dim", sd))
+            dims.append(positive_int(sd, "small_dim"))
         if not dims:
             raise ValueError("LEVI needs at least one view: give view_dims or a small_model")
         self.n_pretrained_views = len(dims) - (small_model is not None)
@@ -241,7 +237,7 @@ class TrainConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (name == "lr" and v == 0):
                 raise ValueError(f"{name} must be a {'positive' if name == 'lr' else 'non-negative'} number, got {v!r}")
         for name in ("epochs", "batch_size", "patience"):
-            _positive_int(name, getattr(self, name))
+            positive_int(getattr(self, name), name)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
 
@@ -273,7 +269,7 @@ def _n_examples(inputs: Inputs) -> int:
 
 def predict_logits(model: nn.Module, inputs: Inputs, *, batch_size: int = 512) -> torch.Tensor:
     """``model(*inputs)`` in eval mode, batched, without gradients."""
-    batch_size = _positive_int("batch_size", batch_size)
+    batch_size = positive_int(batch_size, "batch_size")
     model.eval()
     n = _n_examples(inputs)
     with torch.no_grad():
