@@ -29,14 +29,20 @@ from icml24.common.experiment import figure_png, new_figure
 __all__ = [
     "FOREST_CAPTION",
     "ForestRow",
+    "METHOD_COLOURS",
+    "NO_DATA",
     "figure_png",
     "figure_problems",
     "forest_plot",
     "label_axes",
+    "legend_outside",
+    "log_ticks",
+    "mark_no_data",
     "mean_and_spread",
     "new_figure",
     "plot_mean_band",
     "plot_mean_errorbar",
+    "series_styles",
     "spread_caption",
 ]
 
@@ -191,14 +197,21 @@ def figure_problems(fig: Any) -> list[str]:
     """What a matplotlib figure lacks for a reader; empty when it is fine.
 
     Per panel with data: a missing x label (unless a panel of the same grid column has one: a shared
-    axis labelled once), a missing y label (unless a panel of the same grid row has one), and several
-    labelled lines with no legend anywhere in the figure (one shared legend is enough).
+    axis labelled once), a missing y label (unless a panel of the same grid row has one), several
+    labelled lines with no legend anywhere in the figure (one shared legend is enough), two labelled
+    lines drawn alike (same colour, line style and marker: :func:`series_styles` gives each its own),
+    a legend inside the panel that covers data points (:func:`legend_outside`), and tick labels that
+    collide. A visible panel with no data must say so (:func:`mark_no_data`), not show empty axes.
     """
-    axes = [
-        ax for ax in fig.get_axes()
-        if ax.has_data() and ax.get_visible() and ax.name == "rectilinear" and not hasattr(ax, "_colorbar")
-    ]  # fmt: skip
+    from matplotlib.colors import to_rgba
+
+    def plain(ax: Any) -> bool:
+        return ax.get_visible() and ax.name == "rectilinear" and not hasattr(ax, "_colorbar")
+
+    axes = [ax for ax in fig.get_axes() if ax.has_data() and plain(ax)]
     any_legend = bool(fig.legends) or any(ax.get_legend() is not None for ax in fig.get_axes())
+    fig.draw_without_rendering()  # lay out (constrained layout, tick labels) to measure what overlaps
+    renderer = fig.canvas.get_renderer()
 
     def grid(ax: Any) -> tuple[range, range] | None:
         spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
@@ -219,9 +232,11 @@ def figure_problems(fig: Any) -> list[str]:
 
     problems = []
     for i, ax in enumerate(fig.get_axes()):
-        if ax not in axes:
-            continue
         where = f"panel {i + 1}" + (f" ({ax.get_title()})" if ax.get_title() else "")
+        if ax not in axes:
+            if plain(ax) and ax.axison and not ax.has_data() and not ax.texts and ax.get_legend() is None:
+                problems.append(f"{where}: empty axes; say there is no data (mark_no_data)")
+            continue
         if not ax.get_xlabel().strip() and not labelled_near(ax, "x"):
             problems.append(f"{where}: no x-axis label")
         if not ax.get_ylabel().strip() and not labelled_near(ax, "y"):
@@ -229,7 +244,108 @@ def figure_problems(fig: Any) -> list[str]:
         labelled = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
         if len(labelled) > 1 and not any_legend:
             problems.append(f"{where}: {len(labelled)} labelled lines but no legend")
+        looks: dict[tuple[Any, ...], str] = {}
+        for ln in labelled:
+            look = (to_rgba(ln.get_color()), str(ln.get_linestyle()), str(ln.get_marker()))
+            if look in looks and looks[look] != ln.get_label():
+                problems.append(f"{where}: lines {looks[look]!r} and {ln.get_label()!r} look the same")
+            looks.setdefault(look, ln.get_label())
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            box = legend.get_window_extent(renderer)
+            covered = sum(
+                int(box.contains(float(px), float(py)))
+                for ln in ax.get_lines()
+                for px, py in ax.transData.transform(ln.get_xydata()[np.isfinite(ln.get_xydata()).all(axis=1)])
+            )  # fmt: skip
+            if covered:
+                problems.append(f"{where}: the legend covers {covered} data point(s); put it outside (legend_outside)")
+        for axis_name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            boxes = [t.get_window_extent(renderer) for t in axis.get_ticklabels(which="both")
+                     if t.get_visible() and t.get_text().strip()]  # fmt: skip
+            if any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:]):
+                problems.append(f"{where}: {axis_name} tick labels overlap")
     return problems
+
+
+
+# ------------------------------------------------------------------------------------------ styles
+
+METHOD_COLOURS = (
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442",
+    "#7f7f7f", "#8c564b", "#17becf", "#bcbd22", "#9467bd", "#1f3a93", "#a6761d", "#e7298a",
+)  # fmt: skip
+"""One colour per method: Okabe-Ito's eight colour-blind-safe colours first, then eight more distinct ones."""
+
+SETTING_STYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
+"""One line style per setting (solid, dashed, dotted, dash-dot, then two dash patterns)."""
+
+SETTING_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def series_styles(methods: Sequence[str], settings: Sequence[str] = ()) -> dict[tuple[str, str], dict[str, Any]]:
+    """The style of every (method, setting) series of a multi-series plot: one colour per method and one
+    line style (and marker) per setting, so no two series look alike and the legend reads as a grid.
+
+    Returns ``{(method, setting): {"color": ..., "linestyle": ..., "marker": ...}}`` to pass to
+    :func:`plot_mean_band` / ``ax.plot``; with no ``settings`` the key's setting is ``""``.
+
+    Raises:
+        ValueError: more methods than :data:`METHOD_COLOURS` or more settings than :data:`SETTING_STYLES`
+            (split the figure into panels instead), or a repeated name.
+    """
+    methods, settings = list(methods), list(settings) or [""]
+    for name, items, limit in (("methods", methods, len(METHOD_COLOURS)), ("settings", settings, len(SETTING_STYLES))):
+        if len(set(items)) != len(items):
+            raise ValueError(f"{name} must be distinct, got {items!r}")
+        if len(items) > limit:
+            raise ValueError(f"{name}: {len(items)} are more than the {limit} distinct styles; use more panels")
+    if not methods:
+        raise ValueError("methods must name at least one method")
+    return {
+        (m, s): {"color": METHOD_COLOURS[i], "linestyle": SETTING_STYLES[j], "marker": SETTING_MARKERS[j]}
+        for i, m in enumerate(methods)
+        for j, s in enumerate(settings)
+    }
+
+
+NO_DATA = "no data at this scale"
+
+
+def mark_no_data(ax: Any, text: str = NO_DATA) -> None:
+    """Say in a panel that it has nothing to show (instead of empty 0-1 axes)."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="#666")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def log_ticks(ax: Any, values: Sequence[float], axis: str = "x") -> None:
+    """A log axis labelled at ``values`` only (``100, 200, 400``), without the minor-tick labels that
+    matplotlib adds to a short log range and that collide (``2x10^2 3x10^2 4x10^2``)."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
+    (ax.set_xticks if axis == "x" else ax.set_yticks)(list(values), labels=[f"{v:g}" for v in values])
+
+
+def legend_outside(fig: Any, ax: Any | None = None, **kwargs: Any) -> Any:
+    """One legend for the figure, outside the data (right of the panels; needs :func:`new_figure`'s
+    constrained layout). ``ax`` gives the handles (default: every labelled artist of every panel, once)."""
+    if ax is not None:
+        handles, labels = ax.get_legend_handles_labels()
+    else:
+        seen: dict[str, Any] = {}
+        for a in fig.get_axes():
+            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
+                seen.setdefault(lab, h)
+        handles, labels = list(seen.values()), list(seen)
+    kwargs.setdefault("loc", "outside right upper")
+    kwargs.setdefault("fontsize", 8)
+    return fig.legend(handles, labels, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------ forest plot
