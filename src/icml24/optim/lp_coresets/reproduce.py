@@ -35,6 +35,7 @@ from icml24.common.experiment import (
     new_figure,
     seeds_for,
 )
+from icml24.common.plotting import legend_outside, log_ticks, series_styles
 from icml24.optim.lp_coresets.coreset import (
     coreset_probabilities,
     p2_worst_case_error,
@@ -394,16 +395,30 @@ def _regression_analysis(results: Sequence[JobResult]) -> tuple[list[Table], lis
         tables.append(Table("Slope of log(strong error) in log(m) per method and query family", [
             "method", "queries", "slope", "points"], slope_rows,
             "least-squares slope over (p, k, seed) groups, each centred on its mean over m"))  # fmt: skip
-    fig, ax = new_figure(1, len(ps), width=4.0)
+    # One colour per method, one line style per m (per p in the last panel): no two series alike.
+    styles = series_styles(METHODS, [f"m={m}" for m in ms])
+    fig, ax = new_figure(1, len(ps) + 1, width=4.4, height=4.0)
     for j, p in enumerate(ps):
-        for method, style in zip(METHODS, ("-", "-.", "--", ":")):
+        for method in METHODS:
             for m in ms:
-                ax[0, j].plot(ks, [mean[(p, m, k, method, "strong")] for k in ks], style, marker="o",
-                              label=f"{NAMES[method]}, m={m}")  # fmt: skip
-        ax[0, j].set(xscale="log", yscale="log", xlabel="expected coreset size k (rows)",
-                     ylabel="strong error (mean over seeds)", title=f"p = {p:g}")  # fmt: skip
-    ax[0, 0].legend(fontsize=5)
-    return tables, checks, [Figure("Strong-coreset error against k, per m (mean over seeds)", figure_png(fig))]
+                ax[0, j].plot(ks, [mean.get((p, m, k, method, "strong"), math.nan) for k in ks],
+                              label=f"{NAMES[method]}, m={m}", **styles[(method, f"m={m}")])  # fmt: skip
+        ax[0, j].set(xscale="log", yscale="log", xlabel="expected coreset size k (rows)", title=f"p = {p:g}")
+        log_ticks(ax[0, j], ks)
+    ax[0, 0].set_ylabel("strong error (mean over seeds)")
+    legend_outside(fig, ax[0, 0], loc="outside lower center", ncols=len(METHODS))
+    # The claimed quantity: the error against m at the largest k (flat for the m-free coreset).
+    flat = ax[0, len(ps)]
+    by_p = series_styles(METHODS, [f"p={p:g}" for p in ps])
+    for method in METHODS:
+        for p in ps:
+            flat.plot(ms, [mean.get((p, m, ks[-1], method, "strong"), math.nan) for m in ms],
+                      label=f"{NAMES[method]}, p={p:g}", **by_p[(method, f"p={p:g}")])  # fmt: skip
+    flat.set(xscale="log", yscale="log", xlabel="number of responses m", title=f"k = {ks[-1]}: flat in m?")
+    log_ticks(flat, ms)
+    flat.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=6)  # right of the panel, off the data
+    return tables, checks, [Figure("Strong-coreset error against k per m, and against m at the largest k "
+                                   "(mean over seeds)", figure_png(fig))]  # fmt: skip
 
 
 def _power_means_analysis(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimCheck], list[Figure]]:
@@ -448,6 +463,7 @@ def _power_means_analysis(results: Sequence[JobResult]) -> tuple[list[Table], li
                  ylabel="f(x_S)/f(x*) - 1 (mean over seeds x repetitions)")  # fmt: skip
     ax[0, 0].legend(fontsize=6)
     ks_all = [int(k) for k in next(iter(groups.values()))[0].job.config["ks"]]
+    log_ticks(ax[0, 0], ks_all)  # no colliding minor-tick labels on the short log range
     table = Table("Power means: mean excess cost f(x_S)/f(x*) - 1 of uniform samples",
                   ["instance", "p", *[f"k={k}" for k in ks_all], "fitted slope", "paper's rate"], rows,
                   "mean over seeds x repetitions; slope of log error vs log k over (seed, k) points")  # fmt: skip
