@@ -217,6 +217,29 @@ def _fake_tabular(objective, reward, eps, slip=0.0):
     return JobResult(Job("max-reward-rl", "tabular_learning", "x:y", cfg, 0), "ok", metrics)
 
 
+def _fake_deep(agent, reward, greedy, steps=20_000, start=None):
+    from icml24.common.experiment import Job, JobResult
+
+    start = start if start is not None else ("official" if agent == "max_td3" else None)
+    out = []
+    for seed, g in enumerate(greedy):
+        cfg = {"agent": agent, "reward": reward, "critic_start": start, "steps": steps}
+        metrics = {"final_success": g, "greedy_success": g, "final_progress": g, "env_steps_per_second": 1000.0}  # fmt: skip
+        out.append(JobResult(Job("max-reward-rl", "deep_maze", "x:y", cfg, seed), "ok", metrics))
+    return out
+
+
+def _fake_exact(cumulative_success=0.0, max_success=1.0):
+    from icml24.common.experiment import Job, JobResult
+
+    exact = {"loiter_condition": 81.0, "cumulative_success": cumulative_success, "cumulative_shifted_success": 1.0,
+             "max_success": max_success, "cumulative_max_return": 0.81, "max_max_return": 0.93, "y_grid_size": 561}  # fmt: skip
+    two = {"augmented_value": 0.725, "maxdet_value": 0.65, "mc_augmented_policy": 0.725, "mc_augmented_se": 1e-4,
+           "mc_maxdet_policy": 0.65, "mc_maxdet_se": 1e-4}  # fmt: skip
+    return [JobResult(Job("max-reward-rl", "exact_optimum", "x:y", {"slip": 0.0}, 0), "ok", exact),
+            JobResult(Job("max-reward-rl", "counterexample", "x:y", {"mdp": "two_step"}, 0), "ok", two)]  # fmt: skip
+
+
 def test_overall_verdict_uses_the_core_checks_by_id_not_position():
     """Without the exact-optimum job, the 'best cumulative' check must not become a decisive one: it can only
     lower a supported verdict to inconclusive."""
@@ -225,13 +248,44 @@ def test_overall_verdict_uses_the_core_checks_by_id_not_position():
     rng = np.random.default_rng(0)
     res = [_fake_tabular("max", "dsp", rng.uniform(30, 80, 20)),
            _fake_tabular("cumulative", "dsp", np.full(20, 200.0)),
-           _fake_tabular("cumulative", "sparse", rng.uniform(5, 15, 20))]  # fmt: skip
+           _fake_tabular("cumulative", "sparse", rng.uniform(5, 15, 20)),
+           *_fake_deep("max_td3", "dsp", [1.0, 0.9, 1.0, 1.0, 0.8]),
+           *_fake_deep("td3", "dsp", [0.0, 0.1, 0.0, 0.2, 0.0])]  # fmt: skip
     a = R.analyze(res, "smoke")
     by_id = {c.id: c for c in a.checks}
     assert by_id["tabular-faster-same-reward-slip0"].verdict == "supported"
     assert by_id["tabular-faster-best-cumulative-slip0"].verdict == "not_supported"
     assert not by_id["tabular-faster-best-cumulative-slip0"].decisive
+    assert by_id["deep-beats-td3-same-reward"].verdict == "supported"
     assert a.verdict == "inconclusive" and a.decided_by == ["tabular-faster-best-cumulative-slip0"]
+
+
+def test_same_reward_speed_is_decided_by_the_deep_arm_not_the_tabular_one():
+    """The tabular same-reward check follows from exact-loitering (cumulative-DSP's optimum never reaches the
+    goal), so it is reported only; the deep same-reward check decides: supported, refuted, and inconclusive
+    when its arms ran too few steps or did not run, whatever the tabular check says."""
+    from icml24.rl.max_reward.reproduce import REPRODUCTION as R
+
+    rng = np.random.default_rng(0)
+    tab = [_fake_tabular("max", "dsp", rng.uniform(30, 80, 20)), _fake_tabular("cumulative", "dsp", np.full(20, 200.0))]  # fmt: skip
+    good = [*_fake_deep("max_td3", "dsp", [1.0, 0.9, 1.0, 1.0, 0.8]), *_fake_deep("td3", "dsp", [0.0, 0.1, 0.0, 0.2, 0.0])]  # fmt: skip
+    bad = [*_fake_deep("max_td3", "dsp", [0.0, 0.1, 0.0, 0.2, 0.0]), *_fake_deep("td3", "dsp", [1.0, 0.9, 1.0, 1.0, 0.8])]  # fmt: skip
+    a = R.analyze(_fake_exact() + tab + good, "full")
+    by_id = {c.id: c for c in a.checks}
+    assert not by_id["tabular-faster-same-reward-slip0"].decisive
+    assert "reported only" in by_id["tabular-faster-same-reward-slip0"].claim
+    assert a.verdict == "supported" and "speed-same-reward-decisive" not in by_id
+    a = R.analyze(_fake_exact() + tab + bad, "full")
+    assert a.verdict == "not_supported" and a.decided_by == ["deep-beats-td3-same-reward"]
+    # at 4k steps (quick) the deep arms cannot decide: the tabular check alone must not support the claim
+    short = [*_fake_deep("max_td3", "dsp", [1.0, 0.9], steps=4000), *_fake_deep("td3", "dsp", [0.0, 0.1], steps=4000)]  # fmt: skip
+    a = R.analyze(_fake_exact() + tab + short, "quick")
+    assert a.verdict == "inconclusive" and a.decided_by == ["speed-same-reward-decisive"]
+    assert "4000 env steps" in {c.id: c for c in a.checks}["speed-same-reward-decisive"].evidence
+    a = R.analyze(_fake_exact() + tab, "quick")
+    assert a.verdict == "inconclusive" and a.decided_by == ["speed-same-reward-decisive"]
+    # and a wrong exact optimum still refutes
+    assert R.analyze(_fake_exact(cumulative_success=1.0) + tab + good, "full").verdict == "not_supported"
 
 
 def test_tabular_speed_rule_is_symmetric_and_has_power():
