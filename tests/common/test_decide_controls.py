@@ -124,3 +124,40 @@ def test_control_must_be_a_decision_and_checks_validate_it():
         _supported_check(control="supported")
     with pytest.raises(ValueError, match="control"):
         ClaimCheck("c", "supported", "e", control={"verdict": "maybe"})
+
+
+def test_every_primitive_states_the_margins_its_rule_used():
+    """The forest plot draws the rule's margin: each primitive records the bar and the no-effect band it used."""
+    a, b = [0.5, 0.6, 0.55, 0.52, 0.58], [0.4, 0.45, 0.5, 0.41, 0.47]
+    d = decide.compare(a, b, paired=True, margin=0.02, equivalence_margin=0.05)
+    assert (d.margin, d.equivalence_margin) == (0.02, 0.05)
+    check = d.to_check(id="gain", claim="the method is better")
+    assert (check.margin, check.equivalence_margin) == (0.02, 0.05)
+    assert check.to_dict()["margin"] == 0.02 and check.to_dict()["equivalence_margin"] == 0.05
+    plain = decide.compare(a, b, paired=False)
+    assert plain.margin == 0.0 and plain.equivalence_margin is None
+    assert decide.compare_to_value(a, 0.3, alternative="greater").margin == 0.3
+    eq = decide.equivalence(a, b, margin=0.2, paired=True)
+    assert eq.margin is None and eq.equivalence_margin == 0.2
+    assert decide.rate_vs_value(8, 10, 0.5).margin == 0.5
+    assert decide.compare_rates(8, 10, 3, 10, margin=0.1).margin == 0.1
+    assert decide.trend([1, 2, 3, 4], [1.0, 2.1, 2.9, 4.2], claim="increasing", margin=0.5).margin == 0.5
+    flat = decide.trend([1, 2, 3, 4], [1.0, 1.01, 0.99, 1.0], claim="flat", margin=0.1)
+    assert flat.margin is None and flat.equivalence_margin == 0.1
+    # Holm keeps them.
+    assert [h.margin for h in decide.holm([d, d])] == [0.02, 0.02]
+    # Positional calls bind the same way as keyword ones.
+    assert decide.compare_to_value(a, 0.3).margin == 0.3
+
+
+def test_forest_rows_carry_the_margins_of_the_checks():
+    from icml24.common.experiment import Analysis
+    from icml24.common.report import PaperReport, forest_rows
+
+    check = decide.compare([0.5, 0.6, 0.55], [0.4, 0.45, 0.5], paired=True, margin=0.02,
+                           equivalence_margin=0.05).to_check(id="gain", claim="better")  # fmt: skip
+    report = PaperReport(slug="p", title="A paper", claim="c", scale="quick", seeds=[0, 1, 2],
+                         analysis=Analysis("supported", "s", checks=[check]), deviations=(), n_jobs=3, n_ok=3,
+                         field="vision")  # fmt: skip
+    rows = forest_rows([report])
+    assert rows[0].margin == 0.02 and rows[0].equivalence_margin == 0.05

@@ -45,6 +45,8 @@ and :func:`power` / :func:`power_of_compare` / :func:`power_of_rates` (the chanc
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -84,6 +86,11 @@ class Decision:
         outcome: ``"effect_shown"`` (supported), ``"refuted"`` (not_supported), ``"effect_below_margin"`` (both
             one-sided tests significant: an effect in the claimed direction inside the equivalence band;
             verdict inconclusive) or ``"undecided"``; derived from the p-values.
+        margin: the bar the effect must pass for ``supported``, in the effect's units (``margin`` of
+            :func:`compare`/:func:`trend`, ``value`` of :func:`compare_to_value`/:func:`rate_vs_value`);
+            ``None`` for a pure equivalence claim.
+        equivalence_margin: the half-width of the band around no effect that the refuting (or, for
+            :func:`equivalence` and ``trend(claim="flat")``, the supporting) TOST uses; ``None`` when none.
     """
 
     verdict: Verdict
@@ -97,6 +104,8 @@ class Decision:
     alpha: float
     rule: str
     test: str
+    margin: float | None = None
+    equivalence_margin: float | None = None
 
     @property
     def outcome(self) -> str:
@@ -169,7 +178,34 @@ class Decision:
             outcome=self.outcome,
             control=control_dict,
             headroom=headroom.to_dict() if headroom is not None else None,
+            margin=self.margin,
+            equivalence_margin=self.equivalence_margin,
         )
+
+
+
+Margins = Callable[[dict[str, Any]], tuple[Any, Any]]
+
+
+def _states_margins(margins: Margins) -> Callable[[Callable[..., Decision]], Callable[..., Decision]]:
+    """Record on the returned :class:`Decision` the margins the rule used (``margins`` maps the call's bound
+    arguments to ``(margin, equivalence_margin)``), so the report can draw them beside the effect."""
+
+    def wrap(fn: Callable[..., Decision]) -> Callable[..., Decision]:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def decide(*args: Any, **kwargs: Any) -> Decision:
+            decision = fn(*args, **kwargs)  # validates the arguments first
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            margin, eq = margins(bound.arguments)
+            return replace(decision, margin=None if margin is None else _finite_or_none(float(margin)),
+                           equivalence_margin=None if eq is None else _finite_or_none(float(eq)))  # fmt: skip
+
+        return decide
+
+    return wrap
 
 
 def _control_dict(control: Decision | ClaimCheck, claim: str) -> dict[str, Any]:
@@ -380,6 +416,7 @@ def _bootstrap_ci(x: np.ndarray, statistic: Callable[..., Any], level: float, *s
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
+@_states_margins(lambda a: (a["margin"], a["equivalence_margin"]))
 def compare(
     method: Sequence[float],
     baseline: Sequence[float],
@@ -498,6 +535,7 @@ def _two_sample(a, b, *, margin, alternative, alpha, eq, test, name, rule) -> De
                     test_name)  # fmt: skip
 
 
+@_states_margins(lambda a: (a["value"], None))
 def compare_to_value(
     values: Sequence[float],
     value: float,
@@ -535,6 +573,7 @@ def compare_to_value(
                        center=value)  # fmt: skip
 
 
+@_states_margins(lambda a: (None, a["margin"]))
 def equivalence(
     method: Sequence[float],
     baseline: Sequence[float] | float,
@@ -626,6 +665,7 @@ def _check_count(k_name: str, k: int, n_name: str, n: int) -> tuple[int, int]:
     return int(k), int(n)
 
 
+@_states_margins(lambda a: (a["margin"], a["equivalence_margin"]))
 def compare_rates(
     k1: int,
     n1: int,
@@ -694,6 +734,7 @@ def _score_p(test, k1, n1, k2, n2, value, sm_alt, effect, alternative) -> float:
     return p
 
 
+@_states_margins(lambda a: (a["value"], None))
 def rate_vs_value(
     k: int,
     n: int,
@@ -744,6 +785,7 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 # --------------------------------------------------------------------------------------------------
 
 
+@_states_margins(lambda a: (None, a["margin"]) if a["claim"] == "flat" else (a["margin"], None))
 def trend(
     x: Sequence[float],
     y: Sequence[float],

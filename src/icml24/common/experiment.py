@@ -431,6 +431,9 @@ class ClaimCheck:
             ``claim``, ``verdict``, ``effect``, ``ci``, ``p_value``; ``None`` when the check has none.
         headroom: what the design allows (:class:`icml24.common.decide.Headroom` as a dict: ``baseline_best``,
             ``ceiling``, ``max_effect``, ``paper_effect``, ``can_decide``, ``text``); ``None`` when not stated.
+        margin: the bar the effect must pass for ``supported``, in the effect's units (``None``: not stated or
+            a pure equivalence claim); drawn in the report's forest plot.
+        equivalence_margin: the half-width of the no-effect band the rule's TOST uses (``None``: none).
     """
 
     claim: str
@@ -449,6 +452,8 @@ class ClaimCheck:
     outcome: str = ""
     control: dict[str, JsonValue] | None = None
     headroom: dict[str, JsonValue] | None = None
+    margin: float | None = None
+    equivalence_margin: float | None = None
 
     @property
     def uninformative(self) -> bool:
@@ -496,6 +501,8 @@ class ClaimCheck:
             "control": self.control,
             "uninformative": self.uninformative,
             "headroom": self.headroom,
+            "margin": self.margin,
+            "equivalence_margin": self.equivalence_margin,
             "effective_verdict": self.effective_verdict,
         }
 

@@ -365,6 +365,8 @@ class ForestRow:
         effect: the estimated effect (``None``: only the CI is drawn).
         ci: its confidence interval ``(low, high)``; an infinite end is drawn as an arrow.
         margin: the value the rule compares the effect with, when known (a black tick).
+        equivalence_margin: the half-width of the rule's no-effect band around 0, when it has one (dashed grey
+            ticks at both ends of the band).
         paper_effect: the effect the paper reports, when known (an open diamond).
         control: the negative control's ``(effect, ci, verdict)``, drawn grey beside the check.
         uninformative: the check cannot decide (its control came out supported, or the design leaves less
@@ -378,6 +380,7 @@ class ForestRow:
     effect: float | None
     ci: tuple[float, float] | None = None
     margin: float | None = None
+    equivalence_margin: float | None = None
     paper_effect: float | None = None
     control: tuple[float | None, tuple[float, float] | None, str] | None = None
     uninformative: bool = False
@@ -386,7 +389,7 @@ class ForestRow:
 
 def _row_scale(row: ForestRow) -> float:
     """Half the row's x range: the largest finite magnitude among everything the row draws."""
-    xs = [row.effect, row.margin, row.paper_effect, *(row.ci or ())]
+    xs = [row.effect, row.margin, row.equivalence_margin, row.paper_effect, *(row.ci or ())]
     if row.control is not None:
         xs += [row.control[0], *(row.control[1] or ())]
     finite = [abs(x) for x in xs if x is not None and math.isfinite(x)]
@@ -427,6 +430,9 @@ def forest_plot(rows: Sequence[ForestRow], *, title: str = "") -> Any:
                 _draw_interval(ax, c_effect, c_ci, s, y + 0.32, "#8c959f", edge, hollow=True, size=4, marker="s")
             if row.margin is not None and math.isfinite(row.margin):
                 ax.plot([row.margin / s] * 2, [y - 0.35, y + 0.35], color="black", linewidth=1.2)
+            if row.equivalence_margin is not None and math.isfinite(row.equivalence_margin):
+                for end in (-row.equivalence_margin, row.equivalence_margin):
+                    ax.plot([end / s] * 2, [y - 0.3, y + 0.3], color="#57606a", linewidth=1.0, linestyle="--")
             if row.paper_effect is not None and math.isfinite(row.paper_effect):
                 ax.plot(row.paper_effect / s, y, marker="D", markerfacecolor="none", markeredgecolor="black",
                         markersize=5, linestyle="none")  # fmt: skip
@@ -450,6 +456,7 @@ def forest_plot(rows: Sequence[ForestRow], *, title: str = "") -> Any:
     handles += [
         Line2D([], [], color="#8c959f", marker="s", markerfacecolor="none", label="negative control"),
         Line2D([], [], color="black", marker="|", linestyle="none", markersize=10, label="rule's margin"),
+        Line2D([], [], color="#57606a", linestyle="--", label="no-effect band (equivalence)"),
         Line2D([], [], color="black", marker="D", markerfacecolor="none", linestyle="none", label="paper's effect"),
         Line2D([], [], color="#6e7781", marker="o", markerfacecolor="none", linestyle="none",
                label="cannot decide (control supported or no headroom)"),
@@ -465,7 +472,8 @@ FOREST_CAPTION = (
     "verdict; an arrow marks an interval open on that side. Checks measure different things, so each row "
     "has its own scale: its values are divided by the largest magnitude the row draws, and the numbers in "
     "the check's own units are printed at the right (effect [CI]). The black tick is the rule's margin "
-    "where the check states it, the open diamond the paper's effect where known, the grey square below a "
+    "where the check states it (the bar the effect must pass), the dashed grey ticks the ends of its no-effect "
+    "band where the rule has one, the open diamond the paper's effect where known, the grey square below a "
     "row the negative control's effect and interval."
 )
 

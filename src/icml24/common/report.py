@@ -720,6 +720,7 @@ def forest_rows(reports: list[PaperReport]) -> list[Any]:
             rows.append(ForestRow(
                 label=f"{r.slug}: {c.id}", group=r.field or "other", verdict=c.verdict,
                 effect=_finite(c.effect), ci=_ci_pair(ci), margin=_finite(d.get("margin")),
+                equivalence_margin=_finite(d.get("equivalence_margin")),
                 paper_effect=_finite(headroom.get("paper_effect")),
                 control=(_finite(control.get("effect")), _ci_pair(control.get("ci")), str(control.get("verdict")))
                 if control is not None else None,
