@@ -180,3 +180,41 @@ def test_second_look_follows_the_registered_pocock_bound():
     assert "0.0294" in strict.rule
     main = sapg_vs_ppo_check([0.6] * 9 + [0.2] * 9, [0.2] * 18, 8192, strict, alpha=POCOCK_SECOND_LOOK_ALPHA)
     assert main.verdict == "inconclusive"  # gated: the premise is not shown at the registered level
+
+
+# The registered 18-seed full run (README, "full with 18 seeds"): per-seed goal-reaching rates, seeds 0-7 then
+# 8-17, as the README lists them from the store /tmp/issue12.sqlite (fingerprint 13b6df29230cfc1e).
+FULL18_PPO = {
+    512: [0, 0.25, 0.247, 0.216, 0, 0.499, 0, 0] + [0, 0, 0.5, 0, 0.495, 0, 0.249, 0.25, 0.463, 0.245],
+    2048: [0, 0, 0.25, 0.242, 0, 0.485, 0, 0] + [0, 0.5, 0.25, 0.245, 0.25, 0, 0, 0.75, 0, 0.499],
+    8192: [0, 0, 0.5, 0.5, 0, 0.75, 0, 0] + [0, 0.5, 0.25, 0.25, 0.25, 0, 0, 0.75, 0.249, 0.5],
+}
+FULL18_SAPG = {8192: [0.25, 0, 0.747, 0.25, 0, 0.5, 0.25, 0.75] + [0.5, 0.25, 0.25, 0.25, 0.482, 0.748, 0.5, 0.5,
+                                                                    0.75, 0.75]}  # fmt: skip
+
+
+def test_the_registered_18_seed_run_is_inconclusive_through_analyze() -> None:
+    """Issue 39: the CLI's verdict on the 18-seed full run (the registered second look) must follow the Pocock
+    bound: the premise's p = 0.040 passes 0.05 but not 0.0294, so analyze (what `icml24 reproduce` prints) says
+    inconclusive, with no check left saying supported for the gated comparison; the same values at the first
+    look's level (quick's 0.05) would say supported, so the look, not the data, decides here."""
+    for n, m in ((512, 0.190), (2048, 0.193), (8192, 0.250)):  # the README's table: the transcription is right
+        assert np.mean(FULL18_PPO[n]) == pytest.approx(m, abs=6e-4)
+    assert np.mean(FULL18_SAPG[8192]) == pytest.approx(0.429, abs=6e-4)
+    a = analyze(_results(FULL18_PPO, FULL18_SAPG), "full")
+    by_id = {c.id: c for c in a.checks}
+    assert by_id["ppo_saturates"].p_value == pytest.approx(0.040, abs=1.5e-3)  # saturation's p, not 0.960
+    assert "saturation (slope < 0.05): one-sided p = 0.040" in by_id["ppo_saturates"].evidence
+    assert by_id["ppo_saturates"].verdict == "inconclusive" and "0.0294" in by_id["ppo_saturates"].rule
+    assert by_id["sapg_beats_saturated_ppo"].verdict == "inconclusive"
+    assert "would have said supported" in by_id["sapg_beats_saturated_ppo"].evidence
+    assert a.verdict == "inconclusive" and "supported (" not in a.summary.split("SAPG vs PPO")[1][:20]
+    # the first look's nominal level on the same numbers: both shown (p = 0.040 < 0.05, p = 0.024 < 0.05)
+    premise = saturation_check([n for n in FULL18_PPO for _ in FULL18_PPO[n]], sum(FULL18_PPO.values(), []))
+    assert premise.verdict == "supported"
+    assert sapg_vs_ppo_check(FULL18_SAPG[8192], FULL18_PPO[8192], 8192, premise).verdict == "supported"
+    # the first look (seeds 0-7, level 0.05) gives the README's 8-seed numbers: premise p = 0.131, gated
+    first = analyze(_results({n: v[:8] for n, v in FULL18_PPO.items()}, {8192: FULL18_SAPG[8192][:8]}), "full")
+    by_id = {c.id: c for c in first.checks}
+    assert by_id["ppo_saturates"].p_value == pytest.approx(0.131, abs=1.5e-3) and "0.05:" in by_id["ppo_saturates"].rule
+    assert first.verdict == "inconclusive"

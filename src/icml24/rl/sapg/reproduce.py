@@ -275,15 +275,24 @@ def saturation_check(
     d = trend(x, rates, claim="increasing", margin=SATURATION_MARGIN, alpha=alpha,
               effect_name="PPO goal-reaching rate gained per doubling of N (OLS slope in log2 N)")  # fmt: skip
     verdict = {"supported": "not_supported", "not_supported": "supported"}.get(d.verdict, "inconclusive")
+    # The trend test's claim is "still gaining" (slope > margin); saturation is its refuting side, so the check
+    # carries the refuting p as its own p-value and says which is which.
     check = d.to_check(
         id="ppo_saturates", decisive=False, power=power,
+        evidence=f"saturation (slope < {SATURATION_MARGIN:g}): one-sided p {_p_words(d.p_refute)}; the trend "
+                 f"test below is stated for 'still gaining', so its refuting p is saturation's",
         claim=f"PPO saturates: more parallel envs stop improving its goal-reaching rate (slope < "
               f"{SATURATION_MARGIN:g} per doubling of N over N = {', '.join(str(int(n)) for n in sorted(set(ns)))})",
     )  # fmt: skip
     rule = (f"one-sided t test on the OLS slope of the goal-reaching rate in log2 N at alpha {alpha:g}: supported "
             f"(saturated) if the slope is shown < {SATURATION_MARGIN:g} per doubling; not_supported if shown > "
             f"{SATURATION_MARGIN:g}; otherwise inconclusive")  # fmt: skip
-    return replace(check, verdict=verdict, rule=rule)
+    p_sat = d.p_refute if math.isfinite(d.p_refute) else None
+    return replace(check, verdict=verdict, rule=rule, p_value=p_sat)
+
+
+def _p_words(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else ("< 0.001" if p < 0.001 else f"= {p:.3f}")
 
 
 def sapg_vs_ppo_check(
@@ -319,7 +328,8 @@ def simulate_rates(rng: np.random.Generator, p_goal: float, n: int, num_goals: i
 
 
 def rule_power(
-    n_seeds: int, ppo_ns: Sequence[int], *, p_ppo: float, p_sapg: float, n_sims: int = 400, seed: int = 0
+    n_seeds: int, ppo_ns: Sequence[int], *, p_ppo: float, p_sapg: float, n_sims: int = 400, seed: int = 0,
+    alpha: float = ALPHA,
 ) -> dict[str, float]:
     """Chance of each verdict of the decisive check when PPO is truly flat (each goal discovered with
     probability ``p_ppo`` at every N of ``ppo_ns``) and SAPG discovers each goal with ``p_sapg`` at the largest
@@ -331,9 +341,10 @@ def rule_power(
         nonlocal premise_hits
         ppo = simulate_rates(rng, p_ppo, len(ns))
         sapg = simulate_rates(rng, p_sapg, n_seeds)
-        prem = saturation_check(ns, ppo)
+        prem = saturation_check(ns, ppo, alpha=alpha)
         premise_hits += prem.verdict == "supported"
-        return sapg_vs_ppo_check(sapg, ppo[[i for i, n in enumerate(ns) if n == max(ns)]], max(ns), prem).verdict
+        top = ppo[[i for i, n in enumerate(ns) if n == max(ns)]]
+        return sapg_vs_ppo_check(sapg, top, max(ns), prem, alpha=alpha).verdict
 
     pw = power(one, lambda rng: rng, n_sims=n_sims, seed=seed)
     return {"supported": pw.supported, "not_supported": pw.not_supported, "inconclusive": pw.inconclusive,
@@ -347,9 +358,10 @@ SAPG finds twice as many."""
 
 
 @functools.lru_cache(maxsize=32)
-def _power_at(n_seeds: int, ppo_ns: tuple[int, ...]) -> dict[str, float]:
-    """Power of the decisive check (chance of ``supported``) for each effect of ``POWER_EFFECTS``."""
-    return {name: rule_power(n_seeds, ppo_ns, p_ppo=p, p_sapg=q, n_sims=300)["supported"]
+def _power_at(n_seeds: int, ppo_ns: tuple[int, ...], alpha: float = ALPHA) -> dict[str, float]:
+    """Power of the decisive check (chance of ``supported``) for each effect of ``POWER_EFFECTS``, at the
+    level the rule uses (``look_alpha``)."""
+    return {name: rule_power(n_seeds, ppo_ns, p_ppo=p, p_sapg=q, n_sims=300, alpha=alpha)["supported"]
             for name, (p, q) in POWER_EFFECTS.items()}  # fmt: skip
 
 
@@ -397,10 +409,10 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         ys = [v for n in ppo_ns for v in vals("ppo", n)]
         n_max = ppo_ns[-1]
         k = min(len(vals("ppo", n_max)), len(vals("sapg", n_max)))
-        pw = _power_at(k, tuple(ppo_ns)) if k >= 2 and len(ppo_ns) >= 2 else None
         # The registered rule: at the full grid's second look (more seeds than its default) both tests use the
         # Pocock bound, so the CLI's verdict follows the registration, not the nominal 0.05.
         level = look_alpha(scale, max(len(vals("ppo", n)) for n in ppo_ns))
+        pw = _power_at(k, tuple(ppo_ns), level) if k >= 2 and len(ppo_ns) >= 2 else None
         premise = saturation_check(xs, ys, alpha=level)
         main = sapg_vs_ppo_check(vals("sapg", n_max), vals("ppo", n_max), n_max, premise, alpha=level,
                                  power=None if pw is None else pw["paper-sized"])  # fmt: skip
@@ -419,7 +431,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             checks.append(d.to_check(id="sapg_keeps_improving", decisive=False,
                                      claim=f"SAPG keeps improving with N (more blocks), N = {sapg_ns[0]}..{sapg_ns[-1]}"))  # fmt: skip
         power_text = ("" if pw is None else
-                      f" Power of the rule at {k} seeds (simulated, PPO truly flat): {pw['paper-sized']:.2f} for a "
+                      f" Power of the rule at {k} seeds and alpha {level:g} (simulated, PPO truly flat): {pw['paper-sized']:.2f} for a "
                       f"paper-sized effect (each goal found with probability 0.15 -> 0.6), {pw['modest']:.2f} for "
                       f"0.15 -> 0.3, {pw['none']:.2f} (false positives) for none.")  # fmt: skip
         summary = (f"PPO's saturation: {premise.verdict.replace('_', ' ')} ({premise.evidence}). SAPG vs PPO at "
