@@ -719,6 +719,13 @@ def compare(
         console.print(f"Store {label} environments: {escape('; '.join(sorted(d_envs)) or 'not recorded')}")
     fragile = [d.slug for d in diffs if d.fragile]
     console.print(f"{len(fragile)} of {len(diffs)} paper(s) fragile{': ' + ', '.join(fragile) if fragile else ''}.")
+    same = [d.slug for d in diffs if d.same_kernels]
+    if same:
+        kernels = "; ".join(sorted({k for d in diffs if d.same_kernels for k in d.kernels_a}))
+        console.print(f"[yellow]Warning:[/] {len(same)} paper(s) ran with the same kernels in both stores ({escape(kernels)}): "
+                      "for them this compares two runs, not two kernel sets (a capability the CPU lacks falls back "
+                      "to the one it has; ATEN_CPU_CAPABILITY=default is the non-vectorised set): "
+                      + escape(", ".join(same)))  # fmt: skip
     if json_out is not None:
         json_out.write_text(json.dumps({"scale": scale, "store_a": str(store_a), "store_b": str(store_b),
                                         "papers": [d.to_dict() for d in diffs]}, indent=1, default=str))  # fmt: skip

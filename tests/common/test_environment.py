@@ -127,3 +127,26 @@ def test_compare_two_stores_flags_a_verdict_that_flips(tmp_path):
     same = icml24("compare", str(tmp_path / "a.sqlite"), str(tmp_path / "c.sqlite"), "cmp-paper", "--scale",
                   "smoke")
     assert "0 of 1 paper(s) fragile" in same  # same verdict, other numbers: not fragile
+    # All three ran with this machine's kernels: compare says it compared runs, not kernel sets.
+    assert data["same_kernels"] and data["kernels_a"] == data["kernels_b"] != []
+    assert "same kernels in both stores" in " ".join(out.split())
+    icml24("reproduce", "cmp-paper", "--scale", "smoke", "--workers", "1", "--store", str(tmp_path / "d.sqlite"),
+           "--out", str(tmp_path / "rep-d"), FAKE_SHIFT="1", ATEN_CPU_CAPABILITY="default")  # fmt: skip
+    other = icml24("compare", str(tmp_path / "a.sqlite"), str(tmp_path / "d.sqlite"), "cmp-paper", "--scale",
+                   "smoke", "--json", str(tmp_path / "cmp-d.json"))  # fmt: skip
+    data = json.loads((tmp_path / "cmp-d.json").read_text())["papers"][0]
+    (ka,), (kb,) = data["kernels_a"], data["kernels_b"]
+    assert not data["same_kernels"] and kb.startswith("torch DEFAULT")
+    assert ka.split(",")[1:] == kb.split(",")[1:]  # only torch's capability moved, the BLAS is the same
+    assert "same kernels" not in " ".join(other.split())
+
+
+def test_kernel_set_names_torch_capability_and_blas_architecture():
+    from icml24.common.compare import PaperDiff, kernel_set
+
+    env = {"torch_cpu_capability": "AVX2", "blas": [{"internal_api": "openblas", "architecture": "Haswell"}]}
+    assert kernel_set(env) == "torch AVX2, openblas Haswell"
+    assert kernel_set(None) == "" and kernel_set({"torch_cpu_capability": "DEFAULT"}) == "torch DEFAULT"
+    assert PaperDiff("p", "supported", "supported", [], [], kernels_a=["k"], kernels_b=["k"]).same_kernels
+    assert not PaperDiff("p", "supported", "supported", [], [], kernels_a=["k"], kernels_b=["j"]).same_kernels
+    assert not PaperDiff("p", "supported", "supported", [], []).same_kernels  # not recorded: not claimed same

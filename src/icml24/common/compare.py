@@ -47,6 +47,8 @@ class PaperDiff:
     environments_a: list[str]
     environments_b: list[str]
     checks: list[CheckDiff] = field(default_factory=list)
+    kernels_a: list[str] = field(default_factory=list)
+    kernels_b: list[str] = field(default_factory=list)
 
     @property
     def same_verdict(self) -> bool:
@@ -59,10 +61,19 @@ class PaperDiff:
         both = self.verdict_a is not None and self.verdict_b is not None
         return both and (not self.same_verdict or decisive_flip)
 
+    @property
+    def same_kernels(self) -> bool:
+        """Both stores' rows ran with the same kernels (torch's capability and the BLAS kernel architecture):
+        the comparison then tests determinism, not the kernel set. Asking for a capability the CPU lacks
+        (``ATEN_CPU_CAPABILITY=avx512`` on an AVX2 machine), or for the one it already uses, gives the same
+        kernels; ``default`` (no SIMD) always differs."""
+        return bool(self.kernels_a) and self.kernels_a == self.kernels_b
+
     def to_dict(self) -> dict[str, Any]:
         return {"slug": self.slug, "verdict_a": self.verdict_a, "verdict_b": self.verdict_b,
                 "same_verdict": self.same_verdict, "fragile": self.fragile, "environments_a": self.environments_a,
-                "environments_b": self.environments_b, "checks": [c.to_dict() for c in self.checks]}  # fmt: skip
+                "environments_b": self.environments_b, "kernels_a": self.kernels_a, "kernels_b": self.kernels_b,
+                "same_kernels": self.same_kernels, "checks": [c.to_dict() for c in self.checks]}  # fmt: skip
 
 
 def _verdict(report: PaperReport | None) -> str | None:
@@ -75,6 +86,21 @@ def _environments(report: PaperReport | None) -> list[str]:
     if report is None:
         return []
     return [str(e.get("description")) for e in (report.code.get("environments") or [])]
+
+
+def kernel_set(env: dict[str, Any] | None) -> str:
+    """The kernels a job ran with, in words: torch's CPU capability and each BLAS's kernel architecture
+    (``"torch AVX2, openblas Haswell"``); ``""`` when not recorded."""
+    if not env:
+        return ""
+    blas = ", ".join(f"{b.get('internal_api')} {b.get('architecture') or '?'}" for b in env.get("blas") or [])
+    return f"torch {env.get('torch_cpu_capability')}" + (f", {blas}" if blas else "")
+
+
+def _kernels(report: PaperReport | None) -> list[str]:
+    if report is None:
+        return []
+    return sorted({kernel_set(e.get("environment")) for e in (report.code.get("environments") or [])} - {""})
 
 
 def diff_papers(a: PaperReport | None, b: PaperReport | None) -> PaperDiff:
@@ -90,4 +116,5 @@ def diff_papers(a: PaperReport | None, b: PaperReport | None) -> PaperDiff:
             ca.effect if ca else None, cb.effect if cb else None, ca.p_value if ca else None,
             cb.p_value if cb else None, bool((ca or cb).decisive),  # type: ignore[union-attr]
         ))  # fmt: skip
-    return PaperDiff(slug, _verdict(a), _verdict(b), _environments(a), _environments(b), checks)
+    return PaperDiff(slug, _verdict(a), _verdict(b), _environments(a), _environments(b), checks,
+                     _kernels(a), _kernels(b))  # fmt: skip
