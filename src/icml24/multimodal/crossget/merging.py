@@ -63,22 +63,26 @@ class MergePlan:
         return int(self.src.shape[1])
 
 
-def check_tensor(name: str, value: object, dim: int | None = None) -> torch.Tensor:
-    """``value`` as a finite floating tensor (of ``dim`` dimensions), else a ``ValueError``/``TypeError`` naming it."""
+def check_tensor(name: str, value: object, dim: int | None = None, *, finite: bool = True) -> torch.Tensor:
+    """``value`` as a finite floating tensor (of ``dim`` dimensions), else a ``ValueError``/``TypeError`` naming it.
+
+    ``finite=False`` skips the NaN/inf scan (a full pass over the tensor): for calls inside a forward pass whose
+    input was already checked once at the boundary (:meth:`TinyCLIP.encode_image`).
+    """
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if dim is not None and value.dim() != dim:
         raise ValueError(f"{name} must have {dim} dimensions, got shape {tuple(value.shape)}")
-    if value.is_floating_point() and not torch.isfinite(value).all():
+    if finite and value.is_floating_point() and not torch.isfinite(value).all():
         raise ValueError(f"{name} must be finite (it holds NaN or inf)")
     return value
 
 
-def _check_metric(metric: torch.Tensor, r: int) -> None:
+def _check_metric(metric: torch.Tensor, r: int, finite: bool = True) -> None:
     if not isinstance(metric, torch.Tensor) or metric.dim() != 3:
         raise ValueError(f"metric must be a (batch, tokens, channels) tensor, got "
                          f"{tuple(metric.shape) if isinstance(metric, torch.Tensor) else type(metric).__name__}")  # fmt: skip
-    if not torch.isfinite(metric).all():
+    if finite and not torch.isfinite(metric).all():
         raise ValueError("metric must be finite")
     if isinstance(r, bool) or not isinstance(r, int) or r < 0:
         raise ValueError(f"r must be an int >= 0, got {r!r}")
@@ -112,7 +116,9 @@ def _capacity(protected: torch.Tensor) -> int:
 
 
 @torch.no_grad()
-def bipartite_soft_matching(metric: torch.Tensor, r: int, *, protected: torch.Tensor | None = None) -> MergePlan:
+def bipartite_soft_matching(
+    metric: torch.Tensor, r: int, *, protected: torch.Tensor | None = None, check_finite: bool = True
+) -> MergePlan:
     """ToMe's bipartite soft matching (Bolya et al., 2023, §3, "Bipartite Soft Matching").
 
     Tokens alternate into sets A (even positions) and B (odd positions); every A token draws an edge to its
@@ -122,8 +128,9 @@ def bipartite_soft_matching(metric: torch.Tensor, r: int, *, protected: torch.Te
         metric: ``(B, T, C)`` the features compared (ToMe: the attention keys averaged over heads).
         r: tokens to remove; clipped to ``(T - protected) // 2``.
         protected: ``(T,)`` or ``(B, T)`` bool: tokens that are never sources nor destinations (CLS, ...).
+        check_finite: scan ``metric`` for NaN/inf (``False`` inside a forward pass checked at its input).
     """
-    _check_metric(metric, r)
+    _check_metric(metric, r, check_finite)
     b, t, _ = metric.shape
     prot = _protected_mask(protected, b, t, metric.device)
     r = min(r, _capacity(prot), t // 2)
@@ -139,18 +146,19 @@ def bipartite_soft_matching(metric: torch.Tensor, r: int, *, protected: torch.Te
     return _plan_from_sources(src, dst_orig, t)
 
 
-def cross_guided_importance(keys: torch.Tensor, cross_query: torch.Tensor) -> torch.Tensor:
+def cross_guided_importance(keys: torch.Tensor, cross_query: torch.Tensor, *, check_finite: bool = True) -> torch.Tensor:
     """CrossGET's token importance ``I_i = cos(k_i, q_cross)`` (§3.2, eq. 4; ``reducer.py``).
 
     Args:
         keys: ``(B, T, C)`` the layer's attention keys.
         cross_query: ``(B, C)`` the cross token's query in the same layer.
+        check_finite: scan the inputs for NaN/inf (``False`` inside a forward pass checked at its input).
 
     Returns:
         ``(B, T)`` cosine similarities in ``[-1, 1]``.
     """
-    check_tensor("keys", keys, 3)
-    check_tensor("cross_query", cross_query)
+    check_tensor("keys", keys, 3, finite=check_finite)
+    check_tensor("cross_query", cross_query, finite=check_finite)
     if cross_query.shape != (keys.shape[0], keys.shape[2]):
         raise ValueError(f"keys must be (B, T, C) and cross_query (B, C), got {tuple(keys.shape)} and "
                          f"{tuple(cross_query.shape)}")  # fmt: skip
@@ -167,6 +175,7 @@ def complete_graph_soft_matching(
     protected: torch.Tensor | None = None,
     importance: torch.Tensor | None = None,
     weighted_ensemble: bool = True,
+    check_finite: bool = True,
 ) -> MergePlan:
     """CrossGET's complete-graph soft matching with cross-guided importance (§3.3, Algorithm 1).
 
@@ -178,12 +187,14 @@ def complete_graph_soft_matching(
             redundancy alone (the "w/o cross-guided matching" ablation).
         weighted_ensemble: with ``importance``, merge with the weights ``2 softmax(I_src, I_dst)``
             (cross-guided ensemble); ``False`` keeps the size-weighted mean (the ablation).
+        check_finite: scan ``metric`` and ``importance`` for NaN/inf (``False`` inside a forward pass checked
+            at its input).
     """
-    _check_metric(metric, r)
+    _check_metric(metric, r, check_finite)
     b, t, _ = metric.shape
     prot = _protected_mask(protected, b, t, metric.device)
     if importance is not None:
-        check_tensor("importance", importance)
+        check_tensor("importance", importance, finite=check_finite)
         if importance.shape != (b, t):
             raise ValueError(f"importance must have shape ({b}, {t}), got {tuple(importance.shape)}")
     r = min(r, _capacity(prot))
@@ -225,7 +236,9 @@ def random_drop(
     return _plan_from_sources(src, src.new_zeros(batch, r), tokens, drop=True)
 
 
-def merge_tokens(x: torch.Tensor, size: torch.Tensor, plan: MergePlan) -> tuple[torch.Tensor, torch.Tensor]:
+def merge_tokens(
+    x: torch.Tensor, size: torch.Tensor, plan: MergePlan, *, check_finite: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Apply a plan: ``(x, size) -> (x', size')`` with ``T - r`` tokens.
 
     A merge is the size-weighted mean ``x_b ← (s_a x_a + s_b x_b) / (s_a + s_b)``, ``s_b ← s_a + s_b``
@@ -238,9 +251,10 @@ def merge_tokens(x: torch.Tensor, size: torch.Tensor, plan: MergePlan) -> tuple[
         x: ``(B, T, C)`` tokens.
         size: ``(B, T)`` sizes (1 for input tokens).
         plan: from one of the matching rules, for this ``(B, T)``.
+        check_finite: scan ``x`` and ``size`` for NaN/inf (``False`` inside a forward pass checked at its input).
     """
-    check_tensor("x", x, 3)
-    check_tensor("size", size)
+    check_tensor("x", x, 3, finite=check_finite)
+    check_tensor("size", size, finite=check_finite)
     if not isinstance(plan, MergePlan):
         raise TypeError(f"plan must be a MergePlan, got {type(plan).__name__}")
     b, t, c = x.shape
