@@ -11,7 +11,8 @@ from icml24.common.experiment import Job, JobResult
 from icml24.language.deep_fusion import reproduce as R
 
 
-def _result(method: str, seed: int, reach_at: float, *, parent_flops=(), lrs=(1e-3, 3e-3), n=21, noise=0.0):
+def _result(method: str, seed: int, reach_at: float, *, parent_flops=(), lrs=(1e-3, 3e-3), n=21, noise=0.0,
+            experiment: str = "lm"):  # fmt: skip
     """A run whose test loss falls linearly from 2 to 1 at fraction ``reach_at`` of its evaluations (then
     stays), with the validation loss tracking it; the second learning rate is worse everywhere."""
     rng = np.random.default_rng(seed)
@@ -26,24 +27,24 @@ def _result(method: str, seed: int, reach_at: float, *, parent_flops=(), lrs=(1e
     }  # fmt: skip
     if method == "fusion":
         metrics.update(parent_test_loss=[1.5, 1.5], parent_test_accuracy=[0.5, 0.5], fusion_gap=1e-7)
-    job = Job(R.SLUG, "digits", "icml24.language.deep_fusion.reproduce:run_digits", {"method": method}, seed)
+    job = Job(R.SLUG, experiment, f"icml24.language.deep_fusion.reproduce:run_{experiment}", {"method": method}, seed)
     return JobResult(job, "ok", metrics)
 
 
-def _runs(fusion_reach: list[float], parent_flops=(2000, 2000)):
+def _runs(fusion_reach: list[float], parent_flops=(2000, 2000), experiment: str = "lm"):
     out = []
     for s, reach in enumerate(fusion_reach):
-        out.append(_result("scratch", s, 1.0))  # reaches its own final quality at its last evaluation
-        out.append(_result("fusion", s, reach, parent_flops=parent_flops))
+        out.append(_result("scratch", s, 1.0, experiment=experiment))  # reaches its own final quality at its last evaluation
+        out.append(_result("fusion", s, reach, parent_flops=parent_flops, experiment=experiment))
     return out
 
 
 def test_fusion_that_reaches_the_target_early_is_supported():
     # Scratch: target at 20_000 FLOPs. Fusion: 4_000 parents + 0.5 * 20_000 = 14_000 (ratio 0.7).
     a = R.analyze(_runs([0.5, 0.45, 0.55, 0.5, 0.4, 0.5, 0.6, 0.5]), "quick")
-    check = next(c for c in a.checks if c.id == "digits-fusion-flops")
+    check = next(c for c in a.checks if c.id == "lm-fusion-flops")
     assert check.verdict == "supported" and a.verdict == "supported"
-    assert a.decided_by == ["digits-fusion-flops"]
+    assert a.decided_by == ["lm-fusion-flops"]
     assert math.exp(check.effect) == pytest.approx(0.7, abs=0.03)
 
 
@@ -51,7 +52,7 @@ def test_fusion_that_needs_more_flops_than_scratch_is_refuted():
     # The parents cost 8_000 and the fused model still needs the whole budget: ratio 1.4 on every seed.
     a = R.analyze(_runs([1.0] * 8, parent_flops=(4000, 4000)), "quick")
     assert a.verdict == "not_supported"
-    check = next(c for c in a.checks if c.id == "digits-fusion-flops")
+    check = next(c for c in a.checks if c.id == "lm-fusion-flops")
     assert math.exp(check.effect) == pytest.approx(1.4, abs=0.01)
 
 
@@ -62,10 +63,22 @@ def test_fusion_that_never_reaches_the_target_is_refuted_not_dropped():
         r = _result("fusion", s, 1.0, parent_flops=(1000, 1000))
         r.metrics["test_loss"][0] = [x + 0.5 for x in r.metrics["test_loss"][0]]  # never gets to 1.0
         runs.append(r)
-    a = R.analyze(runs, "quick")
+    a = R.analyze(runs, "full")
     assert a.verdict == "not_supported"
     table = a.tables[0]
     assert table.rows[1][-1] == "8 of 8"
+
+
+@pytest.mark.parametrize("reach", [0.5, 1.0])
+def test_digits_is_reported_not_decisive(reach):
+    # The same supporting (0.5) and refuting (1.0, parents 8_000) results on digits decide nothing: scratch
+    # saturates early there and the parents' cost alone leaves no room for a saving (DIGITS_REPORTED).
+    a = R.analyze(_runs([reach] * 8, parent_flops=(4000, 4000) if reach == 1.0 else (2000, 2000),
+                        experiment="digits"), "quick")  # fmt: skip
+    check = next(c for c in a.checks if c.id == "digits-fusion-flops")
+    assert not check.decisive and "reported only" in check.evidence
+    assert check.verdict == ("supported" if reach == 0.5 else "not_supported")
+    assert a.verdict == "inconclusive" and not a.decided_by
 
 
 def test_mixed_evidence_is_inconclusive():

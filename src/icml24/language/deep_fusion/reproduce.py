@@ -90,6 +90,10 @@ CLAIMED_SAVING = 0.8
 EQUIVALENCE = math.log(1.1)
 """FLOP ratios within 1/1.1 .. 1.1 count as "no saving" (the refuting equivalence band, in log FLOPs)."""
 PLANNING_SD = {"digits": 0.25, "lm": 0.15}
+DIGITS_REPORTED = ("on digits the scratch model reaches its final quality at about 35% of its budget and the two "
+                   "parents alone cost about two thirds of that, so no saving can show: the task cannot decide "
+                   "the claim (the character LM decides, full scale)")
+"""Why the digits FLOP check is reported, not decisive (measured in the quick and full runs, README)."""
 """Planning standard deviation of the per-seed log FLOP differences (from pilot runs; README)."""
 
 
@@ -339,7 +343,9 @@ def _at_budget(flops: np.ndarray, quality: np.ndarray, budget: float) -> float:
 
 
 def _experiment_checks(results: Sequence[JobResult], experiment: str, methods: Sequence[str],
-                       decisive_method: str) -> tuple[list, list[Table], Figure | None]:  # fmt: skip
+                       decisive_method: str, *, reported_only: str = "") -> tuple[list, list[Table], Figure | None]:  # fmt: skip
+    """The checks, tables and figure of one experiment; ``decisive_method``'s FLOP check decides unless
+    ``reported_only`` gives the reason it cannot (then it is reported with that reason)."""
     groups = group_results(results, experiment, by=("method",))
     by_method = {k[0]: sorted(v, key=lambda r: r.job.seed) for k, v in groups.items()}
     if "scratch" not in by_method:
@@ -421,12 +427,12 @@ def _experiment_checks(results: Sequence[JobResult], experiment: str, methods: S
     for m, v in per_seed.items():
         if m == "scratch":
             continue
-        decisive = m == decisive_method
+        decisive = m == decisive_method and not reported_only
         name = NAMES[m]
         d = decide.compare(v["log_method"], v["log_scratch"], paired=True, alternative="less", test="rank",
                            equivalence_margin=EQUIVALENCE,
                            effect_name=f"median log FLOP ratio ({name} / scratch)")  # fmt: skip
-        pw = power_of_rule(len(v["log_method"]), PLANNING_SD[experiment]) if decisive else None
+        pw = power_of_rule(len(v["log_method"]), PLANNING_SD[experiment]) if m == decisive_method else None
         ratio = math.exp(d.effect) if math.isfinite(d.effect) else math.nan
         checks.append(d.to_check(
             id=f"{experiment}-{m}-flops",
@@ -435,7 +441,8 @@ def _experiment_checks(results: Sequence[JobResult], experiment: str, methods: S
             evidence=f"median FLOP ratio {ratio:.2f}; {int(sum(v['censored']))} of {len(v['censored'])} runs never "
                      f"reach the target; selected learning rates: {name} "
                      f"{by_method[m][0].metrics['lrs'][lr_of[m]]:g}, scratch "
-                     f"{by_method['scratch'][0].metrics['lrs'][lr_of['scratch']]:g}",
+                     f"{by_method['scratch'][0].metrics['lrs'][lr_of['scratch']]:g}"
+                     + (f"; reported only: {reported_only}" if reported_only and m == decisive_method else ""),
             decisive=decisive, power=pw,
         ))  # fmt: skip
         if m == decisive_method:
@@ -498,7 +505,8 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     results = [r for r in results if r.status == "ok"]
     checks, tables, figures = [], [], []
     for experiment, methods in (("digits", DIGITS_METHODS), ("lm", LM_METHODS)):
-        c, t, f = _experiment_checks(results, experiment, methods, "fusion")
+        c, t, f = _experiment_checks(results, experiment, methods, "fusion",
+                                     reported_only=DIGITS_REPORTED if experiment == "digits" else "")  # fmt: skip
         checks += c
         tables += t
         if f is not None:
