@@ -90,9 +90,10 @@ CLAIMED_SAVING = 0.8
 EQUIVALENCE = math.log(1.1)
 """FLOP ratios within 1/1.1 .. 1.1 count as "no saving" (the refuting equivalence band, in log FLOPs)."""
 PLANNING_SD = {"digits": 0.25, "lm": 0.15}
-DIGITS_REPORTED = ("on digits the scratch model reaches its final quality at about 35% of its budget and the two "
-                   "parents alone cost about two thirds of that, so no saving can show: the task cannot decide "
-                   "the claim (the character LM decides, full scale)")
+DIGITS_REPORTED = ("on digits the scratch model reaches its final quality at a third to a half of its budget and the "
+                   "two parents alone cost one half to two thirds of that, so a saving could show only if the fused "
+                   "model were at the target almost at fusion: the task measures the parents' cost, not fusion, and "
+                   "cannot decide the claim (the character LM decides, full scale)")
 """Why the digits FLOP check is reported, not decisive (measured in the quick and full runs, README)."""
 """Planning standard deviation of the per-seed log FLOP differences (from pilot runs; README)."""
 
