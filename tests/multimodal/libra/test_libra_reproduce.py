@@ -41,6 +41,9 @@ def test_supported_when_libra_beats_both_and_finetuning_forgets():
     assert checks["full-finetuning-degrades-text"].verdict == "supported"
     assert checks["frozen-lm-text-unchanged"].verdict == "supported"
     assert a.verdict == "supported"
+    assert set(a.decided_by) == {"libra-beats-llava", "bridge-helps"}
+    # the two text-loss checks are reported only: they cannot fail by construction / are not the paper's claim
+    assert not checks["frozen-lm-text-unchanged"].decisive and not checks["full-finetuning-degrades-text"].decisive
 
 
 def test_not_supported_when_libra_is_on_par_with_llava():
@@ -60,16 +63,18 @@ def test_not_supported_when_libra_is_worse_and_inconclusive_when_noisy():
     assert a.verdict == "inconclusive"
 
 
-def test_a_frozen_lm_whose_text_loss_moved_refutes_the_exactness_claim():
+def test_a_frozen_lm_whose_text_loss_moved_is_reported_not_decisive():
     res = _results([0.50, 0.55, 0.52], [0.30, 0.33, 0.31], [0.40, 0.44, 0.41], [0.8, 0.9, 0.7], frozen_change=0.01)
     a = R.analyze(res, "quick")
     assert _by_id(a)["frozen-lm-text-unchanged"].verdict == "not_supported"
-    assert a.verdict == "not_supported"
+    assert a.verdict == "supported"  # the caption claims decide
 
 
-def test_finetuning_that_does_not_forget_refutes_the_forgetting_claim():
+def test_finetuning_that_does_not_forget_is_reported_not_decisive():
     res = _results([0.50, 0.55, 0.52], [0.30, 0.33, 0.31], [0.40, 0.44, 0.41], [-0.2, -0.25, -0.22])
-    assert _by_id(R.analyze(res, "quick"))["full-finetuning-degrades-text"].verdict == "not_supported"
+    a = R.analyze(res, "quick")
+    assert _by_id(a)["full-finetuning-degrades-text"].verdict == "not_supported"
+    assert a.verdict == "supported"
 
 
 def test_analyze_copes_with_missing_variants():
@@ -140,3 +145,29 @@ def test_llava_projector_is_sized_to_libra_trainable_count():
     assert abs(llava.num_parameters(trainable_only=True) - target) <= 2 * 32 + 1
     ft = R.build_model("full-ft", copy.deepcopy(lm), cfg, match_parameters=target)
     assert ft.num_parameters(trainable_only=True) == llava.num_parameters(trainable_only=True) + lm.num_parameters()
+
+
+@pytest.mark.parametrize("variant", ["llava", "full-ft"])
+def test_llava_baseline_gets_libras_visual_embedding_initialisation(variant):
+    """The parameter-matching probe runs on a forked RNG: seeded alike, the LLaVA-style model's visual input
+    embedding is initialised exactly as Libra's (before the fix the probe consumed the draws first)."""
+    import copy
+
+    import torch
+
+    from icml24.language import TransformerConfig, TransformerLM
+    from icml24.multimodal.libra import LibraConfig, LibraModel
+
+    torch.manual_seed(0)
+    lm = TransformerLM(TransformerConfig(vocab_size=30, d_model=32, n_layers=2, n_heads=2, max_seq_len=40))
+    cfg = LibraConfig(codebook_size=8, feature_dim=12, max_vision_tokens=5)
+    torch.manual_seed(3)
+    libra = LibraModel(copy.deepcopy(lm), config=cfg)
+    target = libra.num_parameters(trainable_only=True)
+    torch.manual_seed(3)
+    llava = R.build_model(variant, copy.deepcopy(lm), cfg, match_parameters=target)
+    a, b = libra.visual_tokens.state_dict(), llava.visual_tokens_embed.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    torch.manual_seed(4)
+    other = R.build_model(variant, copy.deepcopy(lm), cfg, match_parameters=target)
+    assert not all(torch.equal(a[k], v) for k, v in other.visual_tokens_embed.state_dict().items())

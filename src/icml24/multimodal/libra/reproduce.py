@@ -118,13 +118,18 @@ def build_model(variant: str, lm, libra_config, *, match_parameters: int | None 
     its trainable parameter count is closest to this)."""
     import dataclasses
 
+    import torch
+
     from icml24.multimodal.libra import LibraModel, LLaVAStyleModel
 
     if variant in ("llava", "full-ft"):
         d = lm.config.d_model
         hidden = 0
         if match_parameters:
-            probe = LLaVAStyleModel(lm, config=libra_config, projector_hidden=1)
+            # The probe runs on a forked RNG: it must not consume the draws of the model built below, which then
+            # initialises its visual input embedding (drawn first, as in LibraModel) exactly as Libra's of the seed.
+            with torch.random.fork_rng(devices=[]):
+                probe = LLaVAStyleModel(lm, config=libra_config, projector_hidden=1)
             per_unit = 2 * d + 1  # each hidden unit: d in, d out, one bias
             hidden = max(1, round((match_parameters - probe.num_parameters(trainable_only=True)) / per_unit) + 1)
         return LLaVAStyleModel(lm, config=libra_config, projector_hidden=hidden,
@@ -253,7 +258,8 @@ def forgetting_check(groups: dict) -> object:
     d = decide.compare(a, base, paired=True, alternative="greater", alpha=ALPHA,
                        effect_name="mean increase of the text-only held-out loss (nats/token), fine-tuned LM - "
                                    "frozen LM")  # fmt: skip
-    return d.to_check(id="full-finetuning-degrades-text", decisive=True,
+    # Reported only: the paper's stage 2 unfreezes the LLM, so "fine-tuning degrades text" is not its claim.
+    return d.to_check(id="full-finetuning-degrades-text", decisive=False,
                       claim="fine-tuning the LM with the vision task raises its text-only held-out loss",
                       evidence=f"{len(seeds)} seeds, after {fmt_mean_std(a)} vs before {fmt_mean_std(base)} nats/token")  # fmt: skip
 
@@ -267,7 +273,8 @@ def frozen_check(groups: dict) -> object:
                            effect_name="mean change of the text-only held-out loss with the LM frozen (nats/token)")  # fmt: skip
     unchanged = sum(bool(r.metrics["lm_unchanged"]) for v in ("libra", "libra-no-bridge", "llava")
                     for r in groups.get(v, []))  # fmt: skip
-    return d.to_check(id="frozen-lm-text-unchanged", decisive=True,
+    # Reported only: with requires_grad off the weights cannot move, so this checks the code, not the paper.
+    return d.to_check(id="frozen-lm-text-unchanged", decisive=False,
                       claim="with the LM frozen (Libra, Libra without bridge, LLaVA-style) the text-only held-out "
                             "loss is exactly unchanged",
                       evidence=f"{vals.size} jobs; largest |change| {np.abs(vals).max() if vals.size else float('nan'):.3g}; "
@@ -344,8 +351,7 @@ REPRODUCTION = Reproduction(
         "A routed visual expert with a cross-modal bridge inside a frozen pre-trained LM, trained by next-token "
         "prediction on text and visual codes from hybrid visual input, captions better than a LLaVA-style "
         "projector into the same frozen LM at a similar trainable parameter count and better than itself without "
-        "the bridge; with the LM frozen its text-only behaviour is exactly unchanged, while fine-tuning the LM "
-        "degrades it."
+        "the bridge."
     ),
     build_jobs=build_jobs,
     analyze=analyze,
