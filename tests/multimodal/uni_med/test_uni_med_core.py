@@ -205,6 +205,25 @@ def test_cutmix_with_p_zero_is_the_identity_and_p_mixes_about_p():
     assert 0.4 < was.float().mean() < 0.6
 
 
+@pytest.mark.parametrize("b", [2, 3, 5, 8, 32])
+def test_cutmix_never_pairs_a_sample_with_itself(b):
+    """The partner map is a derangement: a self-pair would 'mix' a sample with its own tokens (no augmentation);
+    a plain randperm does that for about 1 - 1/e of the batches."""
+    v = torch.randn(b, 6, 3)
+    ev = torch.zeros(b, 6, dtype=torch.bool)
+    for seed in range(200):
+        mixed, partner, was = token_cutmix(v, ev, p=1.0, generator=torch.Generator().manual_seed(seed))
+        assert sorted(partner.tolist()) == list(range(b))  # still a permutation: each sample lends once
+        assert (partner != torch.arange(b)).all()
+        assert was.all() and not torch.isclose(mixed, v).all(dim=(1, 2)).any()  # every mixed sample changed
+
+
+def test_cutmix_of_a_single_sample_is_the_identity():
+    v, ev = torch.randn(1, 6, 3), torch.zeros(1, 6, dtype=torch.bool)
+    mixed, partner, was = token_cutmix(v, ev, p=1.0, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(mixed, v) and not was.any() and partner.tolist() == [0]
+
+
 def test_similarity_evidence_matches_a_loop():
     g = torch.Generator().manual_seed(0)
     v, w = torch.randn(3, 10, 6, generator=g), torch.randn(3, 4, 6, generator=g)
@@ -281,3 +300,27 @@ def test_findings_match_the_answers_and_pretraining_touches_only_the_image_encod
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(k.startswith("image_encoder.") for k in changed)
     assert losses == pretrain_image_encoder(_model(d), d, steps=60, batch_size=32, lr=3e-3, seed=0)
+
+
+def test_intent_feature_baseline_uses_the_tags_as_input_and_shares_the_initialisation():
+    """The information-matched baseline: the intent tags enter as an embedding (zero at init, so the untrained
+    model equals the baseline), with vanilla attention; a required input, unlike intent-guided attention."""
+    torch.manual_seed(0)
+    base = MedVQATransformer()
+    torch.manual_seed(0)
+    tagged = MedVQATransformer(intent_feature=True)
+    shared = base.state_dict()
+    assert all(torch.equal(shared[k], v) for k, v in tagged.state_dict().items() if k in shared)
+    assert set(tagged.state_dict()) - set(shared) == {"intent_embed.weight"}
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(3, 1, 16, 16, generator=g)
+    q = torch.randint(1, 20, (3, 7), generator=g)
+    intent = torch.rand(3, 7, generator=g) < 0.5
+    torch.testing.assert_close(tagged(images, q, intent), base(images, q, intent))
+    with torch.no_grad():
+        tagged.intent_embed.weight.normal_()
+    assert not torch.allclose(tagged(images, q, intent), tagged(images, q, ~intent))
+    with pytest.raises(ValueError, match="intent_mask"):
+        tagged(images, q, None)
+    with pytest.raises(TypeError, match="intent_feature"):
+        MedVQATransformer(intent_feature=1)

@@ -48,7 +48,22 @@ def _decisive(a):
 def test_clear_gains_in_accuracy_and_grounding_are_supported():
     a = analyze(_main(0.05, 0.05, ablations={"cutmix": (0.03, 0.04), "intent": (0.04, 0.0)}), "full")
     assert a.verdict == "supported", _decisive(a)
-    assert set(_decisive(a)) == {"uni-med-accuracy", "uni-med-grounding-deletion", "cutmix-accuracy", "intent-accuracy"}
+    assert set(_decisive(a)) == {"uni-med-accuracy", "cutmix-accuracy", "intent-accuracy"}
+    # with the tagged baseline present, the tag-using variants are decided against it
+    t = analyze(_main(0.05, 0.05, ablations={"base-tags": (0.01, 0.0), "cutmix": (0.03, 0.04), "intent": (0.04, 0.0)}),
+                "full")  # fmt: skip
+    assert t.verdict == "supported", _decisive(t)
+    assert set(_decisive(t)) == {"uni-med-accuracy-vs-tagged", "cutmix-accuracy", "intent-accuracy-vs-tagged"}
+
+
+def test_a_gain_the_tags_alone_give_refutes_the_mechanism():
+    """The baseline given the intent tags as a feature gains as much as Uni-Med: the gain is the information,
+    not the mechanism. Against the plain baseline Uni-Med still looks better, but that is reported only."""
+    a = analyze(_main(0.05, 0.05, noise=0.0005, ablations={"base-tags": (0.05, 0.0)}), "quick")
+    checks = {c.id: c for c in a.checks}
+    assert checks["uni-med-accuracy-vs-tagged"].verdict == "not_supported" and checks["uni-med-accuracy-vs-tagged"].decisive
+    assert checks["uni-med-accuracy"].verdict == "supported" and not checks["uni-med-accuracy"].decisive
+    assert a.verdict == "not_supported"
 
 
 def test_lower_accuracy_is_not_supported():
@@ -57,10 +72,15 @@ def test_lower_accuracy_is_not_supported():
     assert a.verdict == "not_supported"
 
 
-def test_a_smaller_deletion_gap_refutes_even_with_better_accuracy():
+def test_grounding_is_reported_apart_from_accuracy():
+    """The deletion test has power about 0.1 at these seeds: it is reported next to the accuracy verdict, and a
+    smaller deletion gap shows as its own not-supported line without deciding the accuracy verdict."""
     a = analyze(_main(0.05, -0.05), "quick")
-    assert _decisive(a) == {"uni-med-accuracy": "supported", "uni-med-grounding-deletion": "not_supported"}
-    assert a.verdict == "not_supported"
+    assert _decisive(a) == {"uni-med-accuracy": "supported"}
+    checks = {c.id: c for c in a.checks}
+    assert checks["uni-med-grounding-deletion"].verdict == "not_supported"
+    assert a.verdict == "supported"
+    assert "Grounding, reported apart: uni-med-grounding-deletion: not supported" in a.summary
 
 
 def test_no_effect_is_refuted_by_equivalence_and_a_small_noisy_effect_is_inconclusive():
@@ -135,5 +155,5 @@ def test_smoke_jobs_run_and_are_deterministic():
 def test_job_lists(scale):
     jobs = REPRODUCTION.jobs(scale)
     variants = {(j.experiment, j.config["variant"]) for j in jobs}
-    assert ("main", "base") in variants and ("main", "uni-med") in variants
+    assert ("main", "base") in variants and ("main", "uni-med") in variants and ("main", "base-tags") in variants
     assert len({j.seed for j in jobs}) == DEFAULT_SEEDS[scale]

@@ -44,12 +44,14 @@ def token_cutmix(
         visual: ``(B, P, C)`` visual tokens.
         evidence: ``(B, P)`` bool, True on the evidence patches ``K_i`` of each sample.
         p: probability that a sample is mixed (0: the batch is returned unchanged).
-        generator: torch generator for which samples mix and with whom (a permutation of the batch).
+        generator: torch generator for which samples mix and with whom (a random derangement of the batch:
+            every sample's partner is another sample, never itself).
         fill: ``"partner"`` (tokens of sample ``perm[i]``) or ``"zeros"`` (the released code's stub).
 
     Returns:
         ``(mixed, partner, was_mixed)``: mixed tokens ``(B, P, C)``, partner index ``(B,)`` and the bool
-        ``(B,)`` of mixed samples. Labels and questions are not touched: they stay those of ``i``.
+        ``(B,)`` of mixed samples. Labels and questions are not touched: they stay those of ``i``. A batch of
+        one sample has no partner: it is returned unchanged (``was_mixed`` all False).
     """
     visual = _check_tokens(visual)
     if not isinstance(evidence, torch.Tensor) or evidence.shape != visual.shape[:2]:
@@ -59,8 +61,12 @@ def token_cutmix(
     if fill not in ("partner", "zeros"):
         raise ValueError(f"fill must be 'partner' or 'zeros', got {fill!r}")
     b = visual.shape[0]
-    partner = torch.randperm(b, generator=generator, device=visual.device)
-    was_mixed = torch.rand(b, generator=generator, device=visual.device) < p
+    # a random cyclic order of the batch, each sample paired with the next one in it: a derangement (a plain
+    # permutation pairs a sample with itself with probability about 1 - 1/e per batch, mixing nothing)
+    order = torch.randperm(b, generator=generator, device=visual.device)
+    partner = torch.empty_like(order)
+    partner[order] = order.roll(-1)
+    was_mixed = (torch.rand(b, generator=generator, device=visual.device) < p) & (b > 1)
     background = visual[partner] if fill == "partner" else torch.zeros_like(visual)
     keep = evidence.bool() | ~was_mixed[:, None]
     return torch.where(keep[..., None], visual, background), partner, was_mixed

@@ -69,6 +69,10 @@ class MedVQAConfig:
     intent_alpha: float | None = None
     """Intent-guided attention: the factor on non-intent question keys (PASTA's default 0.01); ``None``
     turns it off (vanilla attention, the baseline)."""
+    intent_feature: bool = False
+    """Give the intent tags as an input feature instead: a learned embedding of each question word's tag
+    (intent / not) added to its word embedding, vanilla attention. The information-matched baseline of
+    intent-guided attention: the same oracle tags, without the attention mechanism."""
 
     def __post_init__(self) -> None:
         for name in ("image_size", "patch_size", "in_channels", "dim", "num_heads", "image_layers", "mlp_dim",
@@ -84,6 +88,8 @@ class MedVQAConfig:
         a = self.intent_alpha
         if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1):
             raise ValueError(f"intent_alpha must be None or a number in [0, 1], got {a!r}")
+        if not isinstance(self.intent_feature, bool):
+            raise TypeError(f"intent_feature must be True or False, got {self.intent_feature!r}")
 
     @property
     def num_patches(self) -> int:
@@ -195,6 +201,9 @@ class MedVQATransformer(nn.Module):
         self.blocks = nn.ModuleList(_FusionBlock(cfg) for _ in range(cfg.fusion_layers))
         self.norm = nn.LayerNorm(cfg.dim)
         self.head = nn.Linear(cfg.dim, cfg.num_answers)
+        if cfg.intent_feature:  # built last and zero-initialised: every other parameter as in the baseline
+            self.intent_embed = nn.Embedding(2, cfg.dim)
+            nn.init.zeros_(self.intent_embed.weight)
 
     def embed_image(self, images: torch.Tensor) -> torch.Tensor:
         """Patch tokens ``(B, P, dim)``: the tiny ViT's patch embedding plus positions (where cut-mix acts)."""
@@ -214,7 +223,8 @@ class MedVQATransformer(nn.Module):
              *, record_attention: bool = False) -> torch.Tensor:  # fmt: skip
         """Answer logits from visual tokens and question word ids ``(B, L)`` (0 = padding).
 
-        ``intent_mask`` ``(B, L)`` marks the intent words; it only matters when ``config.intent_alpha`` is set.
+        ``intent_mask`` ``(B, L)`` marks the intent words; it only matters when ``config.intent_alpha`` is set
+        (attention) or ``config.intent_feature`` (an input feature; then it is required).
         With ``record_attention`` each fusion layer keeps its attention probabilities (``blocks[i].attn.
         last_attention``; token order ``[CLS, visual..., question...]``).
         """
@@ -231,6 +241,11 @@ class MedVQATransformer(nn.Module):
             raise ValueError(f"visual must be a (B, P, {cfg.dim}) tensor with the questions' batch size")
         b, length = questions.shape
         text = self.word_embed(questions) + self.text_pos[:, :length] + self.type_embed[:, 2:3]
+        if cfg.intent_feature:
+            if not isinstance(intent_mask, torch.Tensor) or intent_mask.shape != questions.shape:
+                raise ValueError(f"intent_mask must be a bool tensor of shape {tuple(questions.shape)} when "
+                                 "config.intent_feature is set")  # fmt: skip
+            text = text + self.intent_embed(intent_mask.long())
         x = torch.cat([self.cls.expand(b, -1, -1) + self.type_embed[:, 0:1], visual + self.type_embed[:, 1:2], text], 1)
         scale = intent_key_scale(questions, intent_mask, cfg.intent_alpha, 1 + visual.shape[1])
         for block in self.blocks:
