@@ -361,7 +361,8 @@ REPRODUCTION = Reproduction(
         "Intention-guided attention is our reading (no released code): PASTA-style scaling of the attention to "
         "non-intent question tokens by 0.01 in all heads of both fusion layers (PASTA selects heads by "
         "profiling); the intent tags are given at test time too, as the released test loader passes tagged "
-        "questions.",
+        "questions; so the decisive accuracy comparison of the tag-using variants is with a baseline given the same "
+        "tags as an input embedding (ours: the paper compares with MedVInT, which has no tags).",
         "Optimisation: AdamW lr 3e-3, weight decay 0.01, batch 32, 10 epochs of 1000 samples, every parameter "
         "trained (the paper: lr 2e-5, no weight decay, batch 1, 10 epochs, LoRA on the LLM); no image "
         "augmentation (the paper: random resized crop and RandAugment).",
