@@ -253,11 +253,13 @@ def test_frozen_encoder_cached_features_equal_on_the_fly_and_weights_unchanged(t
 @needs_peft
 def test_text_finetuning_job_runs_on_a_tiny_config(tmp_path, monkeypatch):
     monkeypatch.setenv("ICML24_CACHE", str(tmp_path))
-    cfg = dict(R.TEXT["smoke"], n_train=40, n_val=16, n_test=16, epochs_ft=1, lr=5e-4, batch_size=16, max_length=24)
+    cfg = dict(R.TEXT["smoke"], n_train=40, n_val=16, n_test=16, epochs_ft=1, lrs_ft=[5e-4, 1e-3], batch_size=16,
+               max_length=24)
     out = R.run_text_ft(cfg, 0)
     for m in ("lora", "lp_ft", "wise_ft"):
         assert 0 <= out[f"{m}_id"] <= 1 and 0 <= out[f"{m}_ood"] <= 1
     assert out["wise_ft_alpha"] in R.WISE_ALPHAS
+    assert out["lora_lr"] in (5e-4, 1e-3) and out["lp_ft_lr"] in (5e-4, 1e-3)  # picked on ID validation
 
 
 # ---------------------------------------------------------------------------------------------- verdict
@@ -306,6 +308,55 @@ def test_hand_made_refuting_case_is_not_supported():
     assert decide.combine(checks, "all")[0] == "not_supported"
     # Too few seeds to tell: inconclusive, not supported.
     assert _verdict(*_arms(np.random.default_rng(2), 2, 0.01, 0.0)) == "inconclusive"
+
+
+def _with_ablation(rng, n_seeds, gain, sd):
+    """Hand-made arm with the four baselines well below LEVI and LEVI without the small model ``gain`` below."""
+    idd, ood = _arms(rng, n_seeds, 0.10, 0.0)
+    ood["mlp_probe"] = {s: ood["levi"][s] - gain + rng.normal(0, sd) for s in ood["levi"]}
+    idd["mlp_probe"] = {s: 0.99 for s in ood["levi"]}  # the best ID, but not a baseline: no effect on id-kept
+    return idd, ood
+
+
+def test_ablation_is_decisive_and_symmetric_on_hand_made_results():
+    checks = R.arm_checks("text", *_with_ablation(np.random.default_rng(7), 16, 0.06, 0.03),
+                          baselines=BASELINES, ablations=R.ABLATIONS)  # fmt: skip
+    by_id = {c.id: c for c in checks}
+    abl = by_id["text-ood-vs-mlp_probe"]
+    assert abl.decisive and abl.verdict == "supported" and "ablation" in abl.claim
+    assert "LEVI without" not in by_id["text-id-kept"].claim  # the ablation is not a competitor in ID
+    assert decide.combine(checks, "all")[0] == "supported"
+    # Refuted: the small model's view costs OOD accuracy, so the arm is not supported though every baseline is beaten.
+    checks = R.arm_checks("text", *_with_ablation(np.random.default_rng(8), 16, -0.06, 0.03),
+                          baselines=BASELINES, ablations=R.ABLATIONS)  # fmt: skip
+    assert {c.id: c for c in checks}["text-ood-vs-mlp_probe"].verdict == "not_supported"
+    assert decide.combine(checks, "all")[0] == "not_supported"
+    # No effect of the small model (the null control of this check): inconclusive, so the arm is not supported.
+    checks = R.arm_checks("text", *_with_ablation(np.random.default_rng(9), 16, 0.0, 0.03),
+                          baselines=BASELINES, ablations=R.ABLATIONS)  # fmt: skip
+    assert {c.id: c for c in checks}["text-ood-vs-mlp_probe"].verdict == "inconclusive"
+    assert decide.combine(checks, "all")[0] == "inconclusive"
+
+
+def test_ablation_power_at_the_text_seed_count():
+    # The 8-seed pilot: LEVI - LEVI without the small model +0.049 OOD, paired-difference std 0.066.
+    def verdict(a):
+        checks = R.arm_checks("text", *a, baselines=BASELINES, ablations=R.ABLATIONS)
+        return {c.id: c for c in checks}["text-ood-vs-mlp_probe"].verdict
+
+    n = R.TEXT_SEEDS["quick"]
+    pw = decide.power(verdict, lambda rng: _with_ablation(rng, n, 0.049, 0.066), n_sims=300, seed=0)
+    assert pw.supported >= 0.8, pw.describe()
+    null = decide.power(verdict, lambda rng: _with_ablation(rng, n, 0.0, 0.066), n_sims=400, seed=1)
+    assert null.supported <= 0.05 + 2 * (0.05 * 0.95 / 400) ** 0.5, null.describe()
+
+
+def test_build_jobs_gives_the_text_arm_and_the_finetuning_baselines_their_seeds():
+    jobs = R.build_jobs("full", None)
+    count = {e: sum(j.experiment == e for j in jobs) for e in ("text", "text-ft", "vision")}
+    assert count == {"text": 3 * R.TEXT_SEEDS["full"], "text-ft": R.TEXT_FT["full"]["seeds"],
+                     "vision": R.DEFAULT_SEEDS["full"]}  # fmt: skip
+    assert all(len(j.config["lrs_ft"]) >= 3 for j in jobs if j.experiment == "text-ft")
 
 
 def _results(idd, ood, experiment="text", rho=0.9):

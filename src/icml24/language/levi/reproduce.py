@@ -56,6 +56,11 @@ from icml24.language.levi.model import (
 
 SLUG = "levi"
 DEFAULT_SEEDS = {"smoke": 2, "quick": 8, "full": 8}
+TEXT_SEEDS = {"smoke": 2, "quick": 16, "full": 16}
+"""Seeds of the text arm (cheap: about 4 s a seed on cached features). 16, not 8, because the decisive
+ablation LEVI vs LEVI without the small model has a smaller effect than the baselines' checks: with the
+paired-difference std of the 8-seed pilot (0.066) a true +0.049 is detected with probability about 0.60 at
+8 seeds and about 0.88 at 16 (one-sided paired t, alpha 0.05; noncentral t)."""
 ID_MARGIN = 0.02
 """ID accuracy within 2 points of the best baseline counts as kept (the paper: 'while keeping ID performance')."""
 MINILM = "all-minilm-l6-v2"
@@ -67,11 +72,14 @@ TEXT = {
     "quick": {"n_train": 1200, "n_val": 300, "n_test": 600, "rho": 0.9, "epochs": 20, "lrs": [1e-3, 3e-3]},
     "full": {"n_train": 1200, "n_val": 300, "n_test": 600, "rho": 0.9, "epochs": 20, "lrs": [1e-3, 3e-3]},
 }
-SMOKE_TEXT_FT = {"epochs": 1, "lr": 5e-4, "batch_size": 16, "max_length": 32, "seeds": 1}
+SMOKE_TEXT_FT = {"epochs": 1, "lrs": [5e-4], "batch_size": 16, "max_length": 32, "seeds": 1}
 """A tiny LoRA run for the tests (the smoke scale leaves text-ft out to keep the default suite fast)."""
 TEXT_FT = {
-    "full": {"epochs": 2, "lr": 5e-4, "batch_size": 32, "max_length": 40, "seeds": 5},
+    "full": {"epochs": 2, "lrs": [2e-4, 5e-4, 1.5e-3], "batch_size": 32, "max_length": 40, "seeds": 8},
 }
+"""LoRA and LP-FT each pick their learning rate from ``lrs`` on ID validation (WiSE-FT interpolates the
+LP-FT model so chosen); 8 seeds, the vision arm's count: one paired check then detects a 5-point OOD gain
+with paired-difference std 0.04 with probability 0.94 (0.74 at the former 5 seeds)."""
 RHO_SWEEP = {"full": [0.8, 0.95]}
 """Further shortcut strengths at full scale (reported, not decisive)."""
 VISION = {
@@ -97,7 +105,8 @@ METHOD_NAMES = {
 }
 """The names the README and the tables use."""
 ABLATIONS = ("mlp_probe",)
-"""Reported beside the baselines with their own (non-decisive) check: parts of LEVI, not competitors."""
+"""Parts of LEVI, not competitors: decided in the same Holm family as the baselines (decisive on the main
+arms), each with its own claim, and left out of the choice of the best baseline in ID."""
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -269,18 +278,18 @@ def run_text_ft(config: dict, seed: int) -> dict:
                            dropout=0.0)  # fmt: skip
     lp, _ = _fit_best(make_lp, ([views["train"][last]],), y["train"], ([views["val"][last]],), y["val"],
                       lrs=config["lrs"], epochs=config["epochs"], seed=seed)  # fmt: skip
-    cfg = TrainConfig(lr=config["lr"], epochs=config["epochs_ft"], batch_size=config["batch_size"], patience=1,
-                      seed=seed)  # fmt: skip
     finals = {}
-    for name, head in (("lora", None), ("lp_ft", lp.model)):
+    for name, probe in (("lora", None), ("lp_ft", lp.model)):
+        def make(probe=probe):
+            head = make_lp() if probe is None else _copy(probe)
+            return PooledEncoderClassifier(encoder=lora_encoder(encoder, seed=seed), head=head, layer=LAYERS[last])
+
+        trained, lr = _fit_best(make, tokens["train"], y["train"], tokens["val"], y["val"], lrs=config["lrs_ft"],
+                                epochs=config["epochs_ft"], seed=seed, batch_size=config["batch_size"],
+                                patience=1)  # fmt: skip
+        _evaluate(out, name, trained.model, tokens, y, trained.val_accuracy, lr, subsets)
         torch.manual_seed(seed)
-        head = make_lp() if head is None else _copy(head)
-        start = PooledEncoderClassifier(encoder=lora_encoder(encoder, seed=seed), head=head, layer=LAYERS[last])
-        model = _copy(start)
-        trained = train_classifier(model, tokens["train"], y["train"], val_inputs=tokens["val"],
-                                   val_labels=y["val"], config=cfg)  # fmt: skip
-        _evaluate(out, name, trained.model, tokens, y, trained.val_accuracy, config["lr"], subsets)
-        finals[name] = (start, trained.model)
+        finals[name] = (make(), trained.model)  # the start _fit_best trained from (same seed, same draws)
     start, ft = finals["lp_ft"]
     best = None
     for alpha in WISE_ALPHAS:
@@ -377,15 +386,17 @@ def run_vision(config: dict, seed: int) -> dict:
 # ---------------------------------------------------------------------------------------------- jobs
 def build_jobs(scale: str, seeds: int | None) -> list[Job]:
     seed_list = seeds_for(scale, seeds, DEFAULT_SEEDS)
+    text_seeds = seeds_for(scale, seeds, TEXT_SEEDS)
     jobs = []
     text = TEXT[scale]
     for rho in [text["rho"], *RHO_SWEEP.get(scale, [])]:
         cfg = dict(text, rho=rho)
-        jobs += [Job(SLUG, "text", f"{__name__}:run_text", cfg, s) for s in seed_list]
+        jobs += [Job(SLUG, "text", f"{__name__}:run_text", cfg, s) for s in text_seeds]
     if scale in TEXT_FT:
         ft = TEXT_FT[scale]
         n_ft = ft["seeds"] if seeds is None else min(seeds, ft["seeds"])
-        cfg = dict(text, epochs_ft=ft["epochs"], lr=ft["lr"], batch_size=ft["batch_size"], max_length=ft["max_length"])
+        cfg = dict(text, epochs_ft=ft["epochs"], lrs_ft=list(ft["lrs"]), batch_size=ft["batch_size"],
+                   max_length=ft["max_length"])  # fmt: skip
         jobs += [Job(SLUG, "text-ft", f"{__name__}:run_text_ft", cfg, s) for s in seed_list[:n_ft]]
     jobs += [Job(SLUG, "vision", f"{__name__}:run_vision", VISION[scale], s) for s in seed_list]
     return jobs
@@ -402,16 +413,21 @@ def arm_checks(
     decisive: bool = True,
     alpha: float = 0.05,
 ) -> list[ClaimCheck]:
-    """The claim on one arm: paired over seeds, LEVI's OOD accuracy beats each baseline's (Holm across
-    baselines), and its ID accuracy is not more than ``ID_MARGIN`` below the best baseline's.
+    """The claim on one arm: paired over seeds, LEVI's OOD accuracy beats each baseline's and each
+    ablation's (one Holm family across them), and its ID accuracy is not more than ``ID_MARGIN`` below the
+    best baseline's.
 
     ``id_acc[method][seed]`` and ``ood_acc[method][seed]`` are accuracies; pairs are matched by seed.
-    Symmetric: ``not_supported`` when LEVI is significantly worse OOD than a baseline, or significantly
-    more than the margin worse ID; ``inconclusive`` otherwise.
+    An ablation (``mlp_probe``: LEVI without the small model, Section 4's claim that the small model's
+    view is what adds the task-specific features) is decided like a baseline, with its own claim; it is
+    not a competitor, so it takes no part in choosing the best baseline of the ID check.
+    Symmetric: ``not_supported`` when LEVI is significantly worse OOD than a baseline or ablation, or
+    significantly more than the margin worse ID; ``inconclusive`` otherwise.
     """
     present = [b for b in baselines if b in ood_acc and ood_acc[b]]
+    present_abl = [b for b in ablations if b in ood_acc and ood_acc[b]]
     decisions, meta = [], []
-    for b in present:
+    for b in present + present_abl:
         seeds = sorted(set(ood_acc["levi"]) & set(ood_acc[b]))
         m = [ood_acc["levi"][s] for s in seeds]
         v = [ood_acc[b][s] for s in seeds]
@@ -420,24 +436,13 @@ def arm_checks(
         meta.append((b, seeds, m, v))
     checks = []
     for d, (b, seeds, m, v) in zip(decide.holm(decisions) if decisions else [], meta):
+        claim = (f"{arm} (ablation): the small model's view adds OOD accuracy (LEVI vs {METHOD_NAMES[b]})"
+                 if b in present_abl else f"{arm}: LEVI's OOD accuracy is higher than {METHOD_NAMES[b]}'s")  # fmt: skip
         checks.append(d.to_check(
             id=f"{arm}-ood-vs-{b}",
-            claim=f"{arm}: LEVI's OOD accuracy is higher than {METHOD_NAMES[b]}'s",
+            claim=claim,
             evidence=f"OOD accuracy LEVI {fmt_mean_std(m)} vs {fmt_mean_std(v)} over {len(seeds)} seeds",
             decisive=decisive,
-        ))  # fmt: skip
-    for b in ablations:
-        if b not in ood_acc or not ood_acc[b]:
-            continue
-        seeds = sorted(set(ood_acc["levi"]) & set(ood_acc[b]))
-        m, v = [ood_acc["levi"][s] for s in seeds], [ood_acc[b][s] for s in seeds]
-        d = decide.compare(m, v, paired=True, alternative="greater", alpha=alpha,
-                           effect_name=f"OOD accuracy: LEVI - {METHOD_NAMES[b]} (paired by seed)")  # fmt: skip
-        checks.append(d.to_check(
-            id=f"{arm}-ood-vs-{b}",
-            claim=f"{arm} (ablation): the small model's view adds OOD accuracy over {METHOD_NAMES[b]}",
-            evidence=f"OOD accuracy LEVI {fmt_mean_std(m)} vs {fmt_mean_std(v)} over {len(seeds)} seeds",
-            decisive=False,
         ))  # fmt: skip
     if present:
         best = max(present, key=lambda b: float(np.mean(list(id_acc[b].values()))))
@@ -525,7 +530,8 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         s_id, s_ood, s_extra = _collect(results, ("text",), rho=rho)
         if "levi" in s_ood:
             checks += arm_checks(f"text, shortcut {rho:g}", s_id, s_ood,
-                                 baselines=["lp_last", "lp_multi", "small", "logit_avg"], decisive=False)  # fmt: skip
+                                 baselines=["lp_last", "lp_multi", "small", "logit_avg"], ablations=ABLATIONS,
+                                 decisive=False)  # fmt: skip
             tables.append(_table(f"Reviews with MiniLM, shortcut agreement {rho:g} in training (sweep)", s_id,
                                  s_ood, s_extra))  # fmt: skip
     figures = [_figure(panels)] if panels else []
@@ -541,8 +547,8 @@ REPRODUCTION = Reproduction(
     claim=(
         "Ensembling a frozen pre-trained model's layers with a small model trained from scratch (LEVI) gives "
         "higher out-of-distribution accuracy than linear probes, the small model alone, an output-level "
-        "ensemble and fine-tuning (LoRA, LP-FT, WiSE-FT), with in-distribution accuracy within 2 points of "
-        "the best baseline."
+        "ensemble and fine-tuning (LoRA, LP-FT, WiSE-FT), and than itself without the small model, with "
+        "in-distribution accuracy within 2 points of the best baseline."
     ),
     build_jobs=build_jobs,
     analyze=analyze,
@@ -555,12 +561,12 @@ REPRODUCTION = Reproduction(
         "and 6; per-view LayerNorm and a linear map to 128 before the concatenation; a one-hidden-layer (256) "
         "head; dropout 0.1; the small model is a bag-of-words (text) or pixel (vision) MLP.",
         "The pre-trained model stays frozen in LEVI (no LoRA-tuned LEVI variant is run).",
-        "Fine-tuning baselines use LoRA (rank 8, query/value) on MiniLM, 2 epochs, at full scale only and on 5 "
-        "of the 8 seeds; full fine-tuning is run on the vision arm only.",
+        "Fine-tuning baselines use LoRA (rank 8, query/value) on MiniLM, 2 epochs, at full scale only and on 8 "
+        "of the text arm's 16 seeds; full fine-tuning is run on the vision arm only.",
         "WiSE-FT interpolates between the LP-FT start (frozen model + probe head) and the LP-FT result, with "
         "alpha chosen from 0.25/0.5/0.75 on ID validation (the paper's WiSE-FT starts from a zero-shot model).",
-        "The learning rate of each method is picked from the same two-value grid on ID validation; LoRA "
-        "models use one learning rate (5e-4) to fit the CPU budget.",
+        "The learning rate of each method is picked on ID validation: the feature-level methods from the same "
+        "two-value grid, LoRA and LP-FT from a three-value grid (2e-4, 5e-4, 1.5e-3) in their 2 CPU epochs.",
     ),
     scales=("smoke", "quick", "full"),
 )
