@@ -338,15 +338,19 @@ def test_ablation_is_decisive_and_symmetric_on_hand_made_results():
     assert decide.combine(checks, "all")[0] == "inconclusive"
 
 
-def test_ablation_power_at_the_text_seed_count():
+def test_ablation_power_at_the_text_seed_counts():
     # The 8-seed pilot: LEVI - LEVI without the small model +0.049 OOD, paired-difference std 0.066.
     def verdict(a):
         checks = R.arm_checks("text", *a, baselines=BASELINES, ablations=R.ABLATIONS)
         return {c.id: c for c in checks}["text-ood-vs-mlp_probe"].verdict
 
-    n = R.TEXT_SEEDS["quick"]
+    n = R.TEXT_SEEDS["full"]
     pw = decide.power(verdict, lambda rng: _with_ablation(rng, n, 0.049, 0.066), n_sims=300, seed=0)
     assert pw.supported >= 0.8, pw.describe()
+    # At quick's 8 seeds the same effect is found about 60% of the time (stated in the README).
+    low = decide.power(verdict, lambda rng: _with_ablation(rng, R.TEXT_SEEDS["quick"], 0.049, 0.066), n_sims=300,
+                       seed=2)  # fmt: skip
+    assert 0.4 <= low.supported <= 0.8, low.describe()
     null = decide.power(verdict, lambda rng: _with_ablation(rng, n, 0.0, 0.066), n_sims=400, seed=1)
     assert null.supported <= 0.05 + 2 * (0.05 * 0.95 / 400) ** 0.5, null.describe()
 
