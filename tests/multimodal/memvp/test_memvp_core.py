@@ -271,6 +271,41 @@ def test_input_space_prefix_matches_explicit_embedding_concatenation() -> None:
         torch.testing.assert_close(model(ids, feats), want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("make", BACKENDS)
+def test_input_space_computes_the_lm_head_on_the_text_positions_only(make) -> None:
+    """logits_to_keep: the n prefix positions' logits were computed and discarded; now the head runs on the T
+    text positions only, the logits unchanged and the head's 2·B·n·d·V FLOPs saved."""
+    b, t, n = 3, 5, 4
+    ids, feats = _inputs(b=b, t=t, n=n)
+    torch.manual_seed(0)
+    model = InputSpacePrompting(make(), config=InputSpaceConfig(feature_dim=C)).eval()
+    backend = model._backend
+    with torch.no_grad():
+        model._embed.pending = model.visual_tokens(feats, b)
+        try:
+            full = backend(torch.cat([ids.new_zeros(b, n), ids], 1), None, None)
+        finally:
+            model._embed.pending = None
+        kept = model(ids, feats)
+    torch.testing.assert_close(kept, full[:, n:], rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        before = count_flops(lambda: full_forward(model, ids, feats, n))
+    after = count_flops(model, ids, feats)
+    assert before - after == 2 * b * n * CFG.d_model * CFG.vocab_size
+    with pytest.raises(ValueError, match="logits_to_keep"):
+        backend(ids, None, None, logits_to_keep=-1)
+
+
+def full_forward(model, ids, feats, n):
+    """The input-space forward as it was: the LM head on all n + T positions, the prefix's logits dropped."""
+    b = ids.shape[0]
+    model._embed.pending = model.visual_tokens(feats, b)
+    try:
+        return model._backend(torch.cat([ids.new_zeros(b, n), ids], 1), None, None)[:, n:]
+    finally:
+        model._embed.pending = None
+
+
 def test_wrappers_reject_bad_inputs() -> None:
     model = _memvp(_lm())
     ids, feats = _inputs()

@@ -70,12 +70,21 @@ class LMBackend:
         return DynamicCache()
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                 cache: Any = None) -> torch.Tensor:  # fmt: skip
-        """Logits ``(B, T, V)``; ``cache`` (from :meth:`new_cache`) is read and extended when given."""
+                 cache: Any = None, *, logits_to_keep: int = 0) -> torch.Tensor:  # fmt: skip
+        """Logits ``(B, T, V)``; ``cache`` (from :meth:`new_cache`) is read and extended when given.
+
+        ``logits_to_keep`` > 0 computes the LM head on the last that many positions only (``(B, k, V)``; the
+        ``transformers`` argument of the same name): a prefix whose logits are never used costs no head FLOPs.
+        """
+        if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, int) or logits_to_keep < 0:
+            raise ValueError(f"logits_to_keep must be an int >= 0, got {logits_to_keep!r}")
         if self.kind == "icml24":
-            return self.lm(input_ids, attention_mask=attention_mask, cache=cache)
+            if not logits_to_keep:
+                return self.lm(input_ids, attention_mask=attention_mask, cache=cache)
+            hidden = self.lm.hidden_states(input_ids, attention_mask=attention_mask, cache=cache)
+            return self.lm.lm_head(hidden[:, -logits_to_keep:])
         out = self.lm(input_ids=input_ids, attention_mask=attention_mask, use_cache=cache is not None,
-                      **{self._cache_kw: cache})  # fmt: skip
+                      logits_to_keep=logits_to_keep, **{self._cache_kw: cache})  # fmt: skip
         return out.logits
 
     @staticmethod

@@ -137,10 +137,10 @@ class InputSpacePrompting(nn.Module):
             attention_mask = torch.cat([attention_mask.new_ones(b, n), attention_mask], dim=1)
         self._embed.pending = prefix
         try:
-            logits = self._backend(ids, attention_mask, cache)
+            # the LM head only on the text positions: the n prefix positions' logits are never used
+            return self._backend(ids, attention_mask, cache, logits_to_keep=input_ids.shape[1])
         finally:
             self._embed.pending = None
-        return logits[:, n:]
 
     def forward(
         self,
