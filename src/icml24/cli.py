@@ -579,6 +579,11 @@ def reproduce(
         f"{len(stats.failed)} crashed)."
     )
     console.print(f"Report: {html_path.resolve()} (and report.md, results.json, figures/ beside it)")
+    if stats.code_changed:
+        err.print(f"[yellow]{len(stats.code_changed)} job(s) finished after their code changed on disk[/] (an edit "
+                  "during the run): not stored, since either version may have run; run `icml24 reproduce` again to "
+                  "rerun them: " + escape(", ".join(j.label for j in stats.code_changed[:5]))
+                  + (" ..." if len(stats.code_changed) > 5 else ""))  # fmt: skip
     if stats.failed:
         err.print(f"[red]{len(stats.failed)} job(s) crashed[/]; their tracebacks are in the report and the store.")
         raise typer.Exit(code=1)

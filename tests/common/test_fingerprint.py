@@ -288,3 +288,52 @@ def test_first_schema_store_is_migrated_and_its_rows_kept_as_history(tmp_path):
     assert store.get(job).metrics == {"x": 6} and store.count("p") == 2
     ResultStore(path, version="0.1.0")  # reopening a migrated store changes nothing
     assert store.count("p") == 2
+
+
+EDITING_JOB = '''
+import os
+from pathlib import Path
+
+OFFSET = {offset}
+
+
+def run(config, seed):
+    # Stands in for an edit (or a git pull) landing while a sweep runs: the job rewrites its own module.
+    edit = config.get("edit")
+    if edit:
+        path = Path(__file__)
+        path.write_text(path.read_text().replace(edit[0], edit[1]))
+    return {{"x": OFFSET + seed}}
+'''
+
+
+@pytest.mark.parametrize(("edit", "stored"), [
+    (("OFFSET = 0", "OFFSET = 5"), False),  # a constant the job reads: either version may have run
+    (("# Stands in", "# Still stands in"), True),  # a comment: the same computation, the row is kept
+])  # fmt: skip
+def test_a_result_whose_code_changed_during_the_run_is_not_stored(tmp_path, monkeypatch, edit, stored):
+    from icml24.common.runner import run_jobs
+
+    module = f"fp_editing_{'const' if not stored else 'comment'}"
+    (tmp_path / f"{module}.py").write_text(EDITING_JOB.format(offset=0))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    store = ResultStore(tmp_path / "s.sqlite")
+    first = Job("fp-edit", "e", f"{module}:run", {"edit": list(edit)}, 0)
+    second = Job("fp-edit", "e", f"{module}:run", {}, 1)
+    planned = store.fingerprint(first)
+    assert store.code_unchanged(first)
+    stats = run_jobs([first, second], store, workers=1)
+    if stored:
+        assert stats.code_changed == [] and store.get(first) is not None and store.get(second) is not None
+        assert store.code_unchanged(first) and store.fingerprint(first) == planned
+    else:
+        assert [j.label for j in stats.code_changed] == [first.label, second.label]
+        assert stats.ran == 0 and not store.code_unchanged(second)
+        assert ResultStore(tmp_path / "s.sqlite").count("fp-edit") == 0  # nothing stored under either fingerprint
+        assert store._fingerprints.changed_files() == [tmp_path / f"{module}.py"]
+        # A fresh run (a new process: the code on disk now, imported anew and fingerprinted) stores both.
+        monkeypatch.delitem(sys.modules, module)
+        again = ResultStore(tmp_path / "s.sqlite")
+        stats = run_jobs([Job("fp-edit", "e", f"{module}:run", {}, 0), second], again, workers=1)
+        assert stats.code_changed == [] and again.count("fp-edit") == 2
+        assert again.get(second).metrics == {"x": 6.0}  # the edited constant

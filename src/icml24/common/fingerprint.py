@@ -251,6 +251,8 @@ class Fingerprinter:
         self._roots: dict[str, Path | None] = {}
         self._by_fn: dict[str, str] = {}
         self._file_digest: dict[Path, str] = {}
+        self._stamps: dict[Path, tuple[int, int] | None] = {}
+        """Every file and data folder read, with its (mtime_ns, size) *before* it was read."""
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -273,6 +275,15 @@ class Fingerprinter:
         """What :meth:`for_fn` hashes for ``fn``, for people (``icml24 show --code``) and tests."""
         module, name = _split_fn(fn)
         return self._collect(module, name)[0]
+
+    def changed_files(self) -> list[Path]:
+        """The files (and data folders) this fingerprinter has read whose modification time or size changed
+        since, or that are gone: the code on disk may no longer be the code it fingerprinted. Cheap (a ``stat``
+        per file), so a runner can ask after every job."""
+        return [path for path, stamp in self._stamps.items() if _stamp(path) != stamp]
+
+    def _note(self, path: Path) -> None:
+        self._stamps.setdefault(path, _stamp(path))
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -299,14 +310,17 @@ class Fingerprinter:
             if root is not None:
                 base = root.joinpath(*name.split("."))
                 if (base / "__init__.py").is_file():
+                    self._note(base / "__init__.py")
                     found = _read_module(name, base / "__init__.py", True)
                 elif base.with_suffix(".py").is_file():
+                    self._note(base.with_suffix(".py"))
                     found = _read_module(name, base.with_suffix(".py"), False)
             self._modules[name] = found
         return self._modules[name]
 
     def _digest(self, path: Path) -> str:
         if path not in self._file_digest:
+            self._note(path)
             self._file_digest[path] = hashlib.sha256(path.read_bytes()).hexdigest()
         return self._file_digest[path]
 
@@ -411,6 +425,7 @@ class Fingerprinter:
                 texts.extend("run " + normal_form(stmt) for stmt in mod.side_effects)
         data: list[str] = []
         for folder, root in sorted({self._folder(m, tracked) for m, _ in definitions} - {(None, None)}, key=str):
+            self._note(folder)  # a data file added or removed changes the folder's mtime
             for path in _data_files(folder):
                 label = path.relative_to(root).as_posix()
                 if label not in DRIVER_DATA:
@@ -459,6 +474,14 @@ class Fingerprinter:
             todo.append((target, part))
             return
         todo.append((target, ""))
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _attribute_chain(node: ast.Attribute) -> list[str] | None:

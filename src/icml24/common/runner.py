@@ -42,7 +42,7 @@ from typing import Any
 from icml24.common.experiment import Job, JobResult, execute_job
 from icml24.common.fingerprint import git_state
 from icml24.common.leases import Heartbeat, LeaseOwner
-from icml24.common.store import ResultStore
+from icml24.common.store import CodeChangedError, ResultStore
 
 BACKENDS = ("local", "ray")
 
@@ -81,6 +81,8 @@ class RunStats:
     failed: list[JobResult] = field(default_factory=list)
     wall_time: float = 0.0
     done_elsewhere: int = 0
+    code_changed: list[Job] = field(default_factory=list)
+    """Jobs that finished after their code changed on disk: not stored (rerun them)."""
 
 
 ProgressCallback = Callable[[str, Job, JobResult | None], None]
@@ -437,10 +439,16 @@ def run_jobs(
         try:
             with Heartbeat(store, owner):
                 for result in _drive(todo, store, runner, owner, run_start if force else None, stats, progress):
-                    store.put(
-                        result, scale=scale, backend=backend, git_commit=state.commit, git_dirty=state.dirty,
-                        owner=owner,
-                    )  # fmt: skip
+                    try:
+                        store.put(
+                            result, scale=scale, backend=backend, git_commit=state.commit, git_dirty=state.dirty,
+                            owner=owner,
+                        )  # fmt: skip
+                    except CodeChangedError:
+                        # Which version ran is unknown (modules imported before or after the edit): store nothing.
+                        stats.code_changed.append(result.job)
+                        store.release(owner, [result.job])
+                        continue
                     stats.ran += 1
                     if result.status != "ok":
                         stats.failed.append(result)

@@ -135,6 +135,12 @@ class StoreError(Exception):
         self.path = path
 
 
+class CodeChangedError(StoreError):
+    """A job's code changed on disk after its fingerprint was taken (an edit or a ``git pull`` during a long
+    sweep over an editable install): the result may come from either version, so it is not stored under
+    either fingerprint; rerun the job."""
+
+
 def metrics_checksum(metrics: Any) -> str:
     """sha256 of the canonical JSON (sorted keys, no whitespace, NaN as ``NaN``) of a row's metrics."""
     return hashlib.sha256(canonical_json(metrics).encode()).hexdigest()
@@ -280,6 +286,7 @@ class ResultStore:
         self.version = version
         self.readonly = readonly
         self._fingerprints = Fingerprinter()
+        self._fresh: Fingerprinter | None = None  # the code on disk now, once it has changed since the start
         self._git: GitState | None = None
         self._immutable = False
         if readonly:
@@ -501,6 +508,16 @@ class ResultStore:
         """The fingerprint of the code ``job`` runs (cached per module for the life of this object)."""
         return self._fingerprints.for_fn(job.fn)
 
+    def code_unchanged(self, job: Job) -> bool:
+        """Is the code of ``job`` on disk still the code its fingerprint was taken of? Only when a file the
+        fingerprint read has changed (a ``stat`` per file) is the fingerprint recomputed from disk; a change that
+        leaves the normal form alone (a comment, a docstring) keeps the job current."""
+        if not self._fingerprints.changed_files():
+            return True
+        if self._fresh is None or self._fresh.changed_files():
+            self._fresh = Fingerprinter()
+        return self._fresh.for_fn(job.fn) == self.fingerprint(job)
+
     def git(self) -> GitState:
         """The git state of the running package (computed once per store object)."""
         if self._git is None:
@@ -526,6 +543,11 @@ class ResultStore:
         running checkout's."""
         self._write_check()
         job = result.job
+        if not self.code_unchanged(job):
+            raise CodeChangedError(
+                f"{job.label}: its code changed on disk while the run was going (fingerprint "
+                f"{self.fingerprint(job)} when planned, {self._fresh.for_fn(job.fn) if self._fresh else '?'} now): "
+                "the result is not stored; rerun it", self.path)  # fmt: skip
         if git_commit is None and git_dirty is None:
             state = self.git()
             git_commit, git_dirty = state.commit, state.dirty
