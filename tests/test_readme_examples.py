@@ -11,9 +11,13 @@ paper whose example is being written; the test warns when a listed paper has one
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
+import tokenize
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +29,50 @@ ROOT = Path(__file__).resolve().parents[1]
 
 KNOWN_MISSING: set[str] = set()
 """Implemented papers whose README has no runnable "your data" example yet (may only shrink)."""
+
+
+@dataclass(frozen=True)
+class ExampleData:
+    """What a README's example runs on against what the reproduction runs on (issue 35: the example proves the
+    API generalises, so it may not rerun the experiment's own data)."""
+
+    example: tuple[str, ...]
+    """Strings in the example's code (comments stripped) that name its data: all must be there."""
+    reproduction: tuple[str, ...]
+    """Strings in the reproductions' ``reproduce.py`` that name their data: all must be there (so this table says
+    what the reproduction really uses), and none may be in the example's code."""
+    reproductions: tuple[str, ...] = ()
+    """The papers whose reproductions are meant; empty: the README's own paper."""
+    instances: tuple[str, ...] = ()
+    """Generators the example and the reproduction share (``FactoredEnv``, ...): the settings of each call in the
+    example (its literal keyword arguments) must differ from every job config of the reproductions, every scale."""
+
+
+REPRODUCTION_DATA: dict[str, ExampleData] = {
+    "factored-reward-bandits": ExampleData(  # the reproduction draws means ~ U[0.3, 1] at a grid of (d, K), sigma
+        example=("means=means", 'noise="bernoulli"'), reproduction=('FactoredEnv(n_arms=config["n_arms"]',),
+        instances=("FactoredEnv", "ParallelFactoredEnv")),
+    "conformal-decision-sets": ExampleData(example=("load_wine", "simulate_trial("),
+                                           reproduction=("load_digits", "load_trial_results(")),
+    "rob-fcp": ExampleData(example=("make_classification(",), reproduction=("load_digits", "load_breast_cancer")),
+    "src/icml24/conformal/README.md": ExampleData(  # the conformal core: the field's papers' data
+        example=("load_breast_cancer",), reproduction=("load_digits",),
+        reproductions=("rob-fcp", "conformal-decision-sets")),
+    "advised-rflvm": ExampleData(example=("load_iris",), reproduction=("load_digits", "make_s_curve")),
+    "kep-svgp": ExampleData(example=("bars[y]",), reproduction=("load_digits",)),
+    "bloop": ExampleData(example=("load_diabetes",), reproduction=("load_digits", "make_quadratic(")),
+    "lp-coresets": ExampleData(example=("load_digits",), reproduction=("make_regression(", "make_power_mean_instance(")),
+}
+"""Per README (paper slug, or a path for a shared component's README): the data of its example and of the
+reproduction. Papers not listed are in NOT_YET_CHECKED."""
+
+NOT_YET_CHECKED: set[str] = {
+    "negucb", "collective-action", "context-explanations", "failure-landscape", "mcq-permutation",
+    "platonic-representation", "coala", "ricci-causal", "wl-transformers", "case-or-rule", "deep-fusion", "levi",
+    "spikelm", "crossget", "libra", "memvp", "uni-med", "vip", "caiac", "max-reward-rl", "mscp", "pw-dice", "sapg",
+    "skills-theory", "stochastic-q", "syflow", "e3-facenet", "peg-learngene", "size-invariant-sod", "vint-6d",
+}
+"""Papers whose example's data is not yet checked against the reproduction's (may only shrink)."""
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -147,3 +195,95 @@ def test_top_level_readme_has_an_example_for_every_field():
         entry = re.search(rf"^\*\*{re.escape(field)}\*\* [^\n]*\n\s*```python\n", section, flags=re.M)
         assert entry, f"the top-level README has no example for the field {field!r}"
     assert len(example_blocks(section)) >= len(fields)
+
+
+def _code_only(code: str) -> str:
+    """Python source without its comments (a comment may name the reproduction's data to say it is not used)."""
+    tokens = [tok for tok in tokenize.generate_tokens(io.StringIO(code).readline) if tok.type != tokenize.COMMENT]
+    return tokenize.untokenize(tokens)
+
+
+def _readme_of(name: str) -> Path:
+    return ROOT / name if name.endswith(".md") else catalogue.readme_path(name)
+
+
+def test_reproduction_data_covers_every_paper():
+    """Every implemented paper is either checked in REPRODUCTION_DATA or still listed in NOT_YET_CHECKED."""
+    implemented = {p.slug for p in catalogue.runnable()}
+    checked = {name for name in REPRODUCTION_DATA if not name.endswith(".md")}
+    assert not checked & NOT_YET_CHECKED, f"both checked and not yet checked: {checked & NOT_YET_CHECKED}"
+    assert checked | NOT_YET_CHECKED <= implemented, f"not implemented: {(checked | NOT_YET_CHECKED) - implemented}"
+    assert implemented <= checked | NOT_YET_CHECKED, f"add to REPRODUCTION_DATA: {implemented - checked - NOT_YET_CHECKED}"
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCTION_DATA))
+def test_readme_example_runs_on_data_the_reproduction_does_not_use(name):
+    """Issue 35: the example runs on another dataset or generated instance than the reproduction."""
+    entry = REPRODUCTION_DATA[name]
+    code = _code_only("\n".join(c for _, c in example_blocks(_readme_of(name).read_text(encoding="utf-8"))))
+    assert code.strip(), f"{name}: no example block"
+    for marker in entry.example:
+        assert marker in code, f"{name}: its example no longer contains {marker!r}: update REPRODUCTION_DATA"
+    slugs = entry.reproductions or (name,)
+    sources = {s: (catalogue.readme_path(s).parent / "reproduce.py").read_text(encoding="utf-8") for s in slugs}
+    for slug, source in sources.items():
+        for marker in entry.reproduction:
+            assert marker in source, f"{slug}: reproduce.py no longer contains {marker!r}: update REPRODUCTION_DATA"
+    for marker in entry.reproduction:
+        assert marker not in code, f"{name}: the example uses the reproduction's data ({marker!r}): use other data"
+    for constructor in entry.instances:
+        calls = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", getattr(node.func, "attr", None)) == constructor]
+        assert calls, f"{name}: no {constructor}(...) call in the example"
+        for call in calls:
+            settings = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords
+                        if kw.arg and isinstance(kw.value, ast.Constant)}
+            assert settings, f"{name}: {constructor}(...) has no literal settings to compare"
+            for slug in slugs:
+                for job in _all_jobs(slug):
+                    shared = settings.keys() & job.config.keys()
+                    assert not shared or any(settings[k] != job.config[k] for k in shared), (
+                        f"{name}: {constructor}({settings}) is the reproduction's instance {job.config}")
+
+
+TOP_NOT_YET_COPIED: set[str] = {"multimodal", "privacy", "federated"}
+"""Fields whose top-README example differs from its source README's (may only shrink)."""
+
+
+def _top_field_examples() -> list[tuple[str, str, Path, str]]:
+    """``(field, source, source README, code)`` of each example of the top README's "by field" section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Use it on your data")
+    section = text[start : text.index("\n## ", start + 1)]
+    out = []
+    for m in re.finditer(r"^\*\*([\w-]+)\*\* \(([^,]+), \[`([^`]+)`\]", section, flags=re.M):
+        blocks = example_blocks("## your data\n" + section[m.end() :])
+        out.append((m.group(1), m.group(2), ROOT / m.group(3), blocks[0][1] if blocks else ""))
+    return out
+
+
+TOP_EXAMPLES = _top_field_examples()
+
+
+@pytest.mark.parametrize("field,source,path,code", TOP_EXAMPLES, ids=[f"{f}-{s}" for f, s, _, _ in TOP_EXAMPLES])
+def test_top_readme_examples_are_copies_of_their_source(field, source, path, code):
+    """The top README's example of a field is the first example of the README it links to, verbatim."""
+    first = example_blocks(path.read_text(encoding="utf-8"))
+    same = bool(first) and first[0][1] == code
+    if field in TOP_NOT_YET_COPIED:
+        if same:
+            warnings.warn(f"{field}: its top-README example is now a copy: remove it from TOP_NOT_YET_COPIED", stacklevel=1)
+        return
+    assert same, f"the top README's {field} example differs from {path.relative_to(ROOT)}'s first example: copy it"
+
+
+def _all_jobs(slug: str) -> list:
+    """The jobs of every scale the reproduction has."""
+    rep, jobs = catalogue.reproduction(slug), []
+    for scale in ("smoke", "quick", "full", "gpu"):
+        try:
+            jobs += rep.build_jobs(scale, None)
+        except (KeyError, ValueError):  # a scale this paper does not define
+            continue
+    assert jobs, f"{slug}: no jobs at any scale"
+    return jobs
