@@ -4,18 +4,23 @@ and the training rule has power at the quick scale's seed count (a simulation)."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from icml24.common import decide
 from icml24.common.experiment import Job, JobResult
 from icml24.vision.size_invariant_sod.reproduce import (
     BUCKETS,
     DEFAULT_SEEDS,
+    EQUIVALENCE_MARGIN,
     METRICS,
+    MIN_GAIN,
     POWER_EFFECT,
     POWER_SD,
     SLUG,
     analyze,
+    equivalence_margin,
     small_recall_decision,
+    small_recall_headroom,
     training_checks,
 )
 
@@ -34,11 +39,13 @@ def _training(seed: int, loss: str, small: float, large: float) -> JobResult:
     return JobResult(Job(SLUG, "training", f"{MOD}:run_training", {"loss": loss}, seed), "ok", m)
 
 
-def _results(d_small: list[float], d_large: list[float] | float, rates: tuple[int, int] = (95, 90)) -> list[JobResult]:
+def _results(
+    d_small: list[float], d_large: list[float] | float, rates: tuple[int, int] = (95, 90), bce_small: float = 0.6
+) -> list[JobResult]:
     dl = d_large if isinstance(d_large, list) else [d_large] * len(d_small)
     res = [_behaviour(s, 100, *rates) for s in range(len(d_small))]
     for s, (d, e) in enumerate(zip(d_small, dl, strict=True)):
-        res += [_training(s, "bce", 0.6, 0.9), _training(s, "si", 0.6 + d, 0.9 + e)]
+        res += [_training(s, "bce", bce_small, 0.9), _training(s, "si", bce_small + d, 0.9 + e)]
     return res
 
 
@@ -106,3 +113,63 @@ def test_training_rule_has_power_at_the_quick_seed_count():
     assert true.supported >= 0.75, true.describe()
     assert null.supported <= 0.09, null.describe()
     assert training_checks([0.1] * n, [0.0] * n)[0].power >= 0.75
+
+
+def test_constructed_and_one_sided_checks_are_reported_not_decisive():
+    """(a1)/(a2) score constructed predictors and (b2) is bounded above by 0 at a ceiling: they are reported,
+    and their verdicts, even not_supported, leave the overall verdict to (b1)."""
+    a = analyze(_results(GAINS, [-0.2, -0.15, -0.12, -0.18, -0.16], rates=(20, 90)), "quick")
+    v = {c.id: c for c in a.checks}
+    assert v["mae-prefers-missing-small"].verdict == "not_supported" and not v["mae-prefers-missing-small"].decisive
+    assert v["si-loss-large-cost"].verdict == "not_supported" and not v["si-loss-large-cost"].decisive
+    assert not v["si-mae-prefers-finding-all"].decisive and v["si-loss-small-recall"].decisive
+    assert a.verdict == "supported" and a.decided_by == ["si-loss-small-recall"]
+    # ... and (b1) alone still refutes
+    a = analyze(_results([0.01, -0.01, 0.0, 0.005, -0.004], SMALL_LARGE_NOISE), "quick")
+    assert a.verdict == "not_supported"
+
+
+CEILING_GAINS = [0.02 + 0.03 * z for z in (-1.2, 0.5, 1.1, -0.4, 0.0)]
+"""A real gain bounded by the ceiling: +0.02 on average, per-seed sd 0.03 (the issue's full-scale case)."""
+
+
+def test_a_ceiling_limited_gain_is_not_ruled_equivalent_to_none():
+    # BCE finds 96.4% of the small objects: 0.036 of headroom, so the TOST band is half of it, not +-0.05
+    hr = small_recall_headroom([0.964] * 5)
+    assert abs(hr.max_effect - 0.036) < 1e-12 and hr.can_decide
+    assert abs(equivalence_margin(hr) - 0.018) < 1e-12 and equivalence_margin(hr) < hr.max_effect
+    assert small_recall_decision(CEILING_GAINS, EQUIVALENCE_MARGIN).verdict == "not_supported"  # the old band
+    a = analyze(_results(CEILING_GAINS, SMALL_LARGE_NOISE, bce_small=0.964), "full")
+    c = {c.id: c for c in a.checks}["si-loss-small-recall"]
+    assert c.verdict == "inconclusive" and a.verdict == "inconclusive"
+    assert c.headroom is not None and "0.036" in c.headroom["text"] and "+-0.018" in c.evidence
+    # with room to spare the band is the full +-0.05
+    assert equivalence_margin(small_recall_headroom([0.6] * 5)) == EQUIVALENCE_MARGIN
+
+
+def test_below_the_headroom_band_the_rule_still_refutes_and_supports():
+    # a gain pinned near 0 with 0.036 of headroom is shown inside +-0.018: not supported
+    a = analyze(_results([0.002, -0.001, 0.0, 0.001, -0.002, 0.001, 0.0, -0.001], 0.0, bce_small=0.964), "full")
+    assert a.verdict == "not_supported"
+    # the gain that fills the headroom is supported
+    a = analyze(_results([0.03, 0.034, 0.036, 0.028, 0.033], 0.0, bce_small=0.964), "full")
+    assert a.verdict == "supported"
+
+
+def test_no_headroom_cannot_decide():
+    # BCE at 0.99: the largest showable gain (0.01) is below MIN_GAIN, so even a consistent gain is inconclusive
+    a = analyze(_results([0.008, 0.009, 0.0095, 0.0085, 0.009], 0.0, bce_small=0.99), "full")
+    c = {c.id: c for c in a.checks}["si-loss-small-recall"]
+    assert c.verdict == "supported" and c.effective_verdict == "inconclusive" and a.verdict == "inconclusive"
+    assert c.headroom is not None and not c.headroom["can_decide"] and c.headroom["paper_effect"] == MIN_GAIN
+
+
+def test_bad_headroom_input():
+    with pytest.raises(ValueError, match="bce_small"):
+        small_recall_headroom([1.2])
+    with pytest.raises(ValueError, match="bce_small"):
+        small_recall_headroom([])
+    with pytest.raises(ValueError, match="margin"):
+        small_recall_decision([0.1, 0.2], 0.0)
+    with pytest.raises(TypeError, match="headroom"):
+        equivalence_margin(0.3)  # type: ignore[arg-type]
