@@ -61,10 +61,30 @@ def test_traces_end_in_the_sum_and_carry_is_a_bit(a, b):
     assert all(line.rsplit("C:", 1)[1] in ("0", "1") for line in lines)
     rf = rule_following_trace(a, b)
     assert rf.split("\n")[-1] == str(a + b)
-    assert rf.split("\n")[0] == f"num1=[{a}] num2=[{b}] r=[] c=0"  # the operands recited as digit lists
-    iterations = [line for line in rf.split("\n") if line.startswith("n1=")]
+    digits = lambda x: [int(c) for c in str(x)]  # noqa: E731
+    assert rf.split("\n")[0] == f"num1={digits(a)} num2={digits(b)} r=[] c=0"  # operands as Python lists
+    lines = rf.split("\n")
+    iterations = [line for line in lines if " d1=" in line]
+    checks = [line for line in lines if " n1 or n2=" in line]
     assert len(iterations) == max(len(str(a)), len(str(b)))
     assert all(line.rsplit("c=", 1)[1] in ("0", "1") for line in iterations)
+    # The official stop-criterion check before every iteration and once after the last.
+    assert len(checks) == len(iterations) + 1
+    assert all(c.endswith("n1 or n2=True enter the loop") for c in checks[:-1])
+    assert checks[-1] == "n1=[] n2=[] bool(n1)=False bool(n2)=False n1 or n2=False end the loop"
+    assert [lines.index(c) for c in checks] == [1 + 2 * i for i in range(len(checks))]  # check, step, check, ...
+
+
+def test_rule_following_trace_states_what_the_official_generator_states():
+    # The official gen_rf_rationale (icl/addition_icl.py with prompt_base10.py) for 57 + 8: its "2.1 check the
+    # stop criterion" blocks print num1, num2 (Python lists), bool(num1), bool(num2), "num1 or num2" and
+    # enter/end the loop. Ours states the same values in one line per check, with the rule's short names.
+    official_checks = [([5, 7], [8], True, True, True, "enter"), ([5], [], True, False, True, "enter"),
+                       ([], [], False, False, False, "end")]  # fmt: skip
+    ours = [line for line in rule_following_trace(57, 8).split("\n") if " n1 or n2=" in line]
+    assert ours == [f"n1={x} n2={y} bool(n1)={p} bool(n2)={q} n1 or n2={g} {w} the loop"
+                    for x, y, p, q, g, w in official_checks]  # fmt: skip
+    assert "r=[6, 5]" in rule_following_trace(57, 8)  # the result list as Python prints it
 
 
 def test_official_scratchpad_example():
@@ -105,11 +125,14 @@ def test_model_fits_a_tiny_task_and_validates():
         ArithmeticLM().generate(pairs)
 
 
-def _lso_result(split: str, seed: int, acc: float, rings=None, train_acc: float = 0.99) -> JobResult:
+def _lso_result(split: str, seed: int, acc: float, rings=None, train_acc: float = 0.99,
+                ring_acc: float | None = None) -> JobResult:  # fmt: skip
     cfg = {"task": "addition", "fmt": "direct", "split": split, "half_width": 8, "model": {}}
     n = 289
+    ring_acc = train_acc if ring_acc is None else ring_acc
     m = {"test_accuracy": acc, "test_correct": int(round(acc * n)), "test_n": n, "train_accuracy": train_acc,
-         "train_correct": int(round(train_acc * 300)), "train_n": 300}
+         "train_correct": int(round(train_acc * 300)), "train_n": 300,
+         "ring_train_correct": int(round(ring_acc * 336)), "ring_train_n": 336}
     if split == "hole":
         rings = rings if rings is not None else [acc] * 9
         m.update(ring_accuracy=rings, hole_map=[[1] * 17] * 17)
@@ -147,6 +170,40 @@ def test_an_underfit_model_does_not_pass_as_case_based():
     assert a.verdict != "supported"
     gap = next(c for c in a.checks if c.id == "hole-gap-addition-direct")
     assert gap.verdict == "not_supported"  # the gap is shown within +-5 points
+
+
+def test_the_hole_gap_is_measured_against_training_problems_of_the_same_difficulty():
+    # The hole (0.6) is as hard as the training ring around it (0.6), though a random training sample (other
+    # operands and sums) is solved at 0.99: no case-based gap, the decisive check refutes; the random-sample
+    # comparison, which mixes difficulty in, says supported but is reported only.
+    rings = [[0.6] * 9, [0.62] * 9, [0.58] * 9]
+    res = [_lso_result("hole", s, float(np.mean(r)), r, train_acc=0.99, ring_acc=0.6) for s, r in enumerate(rings)]
+    a = R.analyze(res, "quick")
+    by_id = {c.id: c for c in a.checks}
+    assert by_id["hole-gap-addition-direct"].verdict == "not_supported" and by_id["hole-gap-addition-direct"].decisive
+    assert "ring around the hole" in by_id["hole-gap-addition-direct"].evidence
+    sample = by_id["hole-gap-addition-direct-vs-train-sample"]
+    assert sample.verdict == "supported" and not sample.decisive
+    assert a.verdict == "not_supported"
+    # A real hole: the ring is solved (0.97), the hole is not.
+    res = [_lso_result("hole", s, 0.3, [0.0, 0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6], ring_acc=0.97) for s in range(3)]
+    assert {c.id: c for c in R.analyze(res, "quick").checks}["hole-gap-addition-direct"].verdict == "supported"
+    # Rows without the ring control (older code): the decisive check is not run, never the sample in its place.
+    for r in res:
+        del r.metrics["ring_train_correct"], r.metrics["ring_train_n"]
+    a = R.analyze(res, "quick")
+    assert {c.id: c for c in a.checks}["hole-gap-addition-direct"].outcome == "not_run"
+    assert a.verdict == "inconclusive"
+
+
+def test_rfft_length_checks_decide_only_when_the_trained_lengths_were_learned():
+    # Both formats at 0.3 on their trained lengths (full's from-scratch budget): whatever they do on 4-5
+    # digits, the comparison is reported, not decisive, and says why.
+    res = [_length_result("rfft", f, c, 100, [1, 2, 3, 4, 5]) for f, c in
+           (("rfft", [40, 30, 20, 0, 0]), ("scratchpad", [10, 5, 0, 0, 0]), ("direct", [99, 4, 0, 0, 0]))]  # fmt: skip
+    c = next(c for c in R.analyze(res, "full").checks if c.id == "rfft-beats-scratchpad")
+    assert not c.decisive and "did not learn the trained lengths" in c.evidence
+    assert c.verdict == "inconclusive"
 
 
 def test_analyze_is_inconclusive_without_a_trend():

@@ -30,7 +30,7 @@ __all__ = ["ALPHABET", "ArithmeticLM", "ArithmeticLMConfig", "FORMATS", "nearest
 
 Format = Literal["direct", "scratchpad", "rfft"]
 FORMATS: tuple[str, ...] = ("direct", "scratchpad", "rfft")
-ALPHABET = string.digits + string.ascii_lowercase + "+-=(),:[] \nC"
+ALPHABET = string.digits + string.ascii_lowercase + "+-=(),:[] \nCTF"
 """Every character the tasks and traces use."""
 
 

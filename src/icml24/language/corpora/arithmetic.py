@@ -170,41 +170,51 @@ def scratchpad_trace(a: int, b: int) -> str:
 
 def rule_following_trace(a: int, b: int) -> str:
     """A rule-following (RFFT) trace of ``a + b``: the digit-list addition loop of the paper's Fig. 5 /
-    the official ``prompt_base10.py``, executed step by step with the variable values after each line.
+    the official ``prompt_base10.py`` (``icl/addition_icl.py``, ``gen_rf_rationale``), executed step by step
+    with the variable values after each line.
 
-    Shortened (the official trace quotes every code line and checks the loop condition in words): a first
-    line reciting the operands as digit lists and the initial state (``num1=[..] num2=[..] r=[] c=0``, the
-    official trace's "num1=..., num2=..." and "1. Initialize Result and Carry"), then per loop iteration one
-    line ``n1=[..] n2=[..] d1=x d2=y t=x+y+c=s r=[..] c=k`` (the lists after the pops), a final carry line
-    and the answer.
+    Shortened (the official trace quotes every code line before executing it); kept from it: the lists
+    printed as Python prints them (``[5, 7]``), and the official stop-criterion check before every loop
+    iteration and after the last (its "2.1 check the stop criterion": the lists, ``bool(num1)``,
+    ``bool(num2)``, ``num1 or num2`` and "enter the loop" / "end the loop"), with the variable names of the
+    rule the LoRA arm puts in the input (:data:`~icml24.language.case_or_rule.lora_rfft.RULE_CODE`). Lines:
+    the operands and the initial state (``num1=[..] num2=[..] r=[] c=0``, the official "num1=..., num2=..."
+    and "1. Initialize Result and Carry"); per iteration a check line
+    ``n1=[..] n2=[..] bool(n1)=.. bool(n2)=.. n1 or n2=True enter the loop`` and a step line
+    ``n1=[..] n2=[..] d1=x d2=y t=x+y+c=s r=[..] c=k`` (the lists after the pops); the final check line
+    ending in ``end the loop``; the remaining-carry line; the answer.
 
     >>> print(rule_following_trace(57, 8))
-    num1=[57] num2=[8] r=[] c=0
+    num1=[5, 7] num2=[8] r=[] c=0
+    n1=[5, 7] n2=[8] bool(n1)=True bool(n2)=True n1 or n2=True enter the loop
     n1=[5] n2=[] d1=7 d2=8 t=7+8+0=15 r=[5] c=1
-    n1=[] n2=[] d1=5 d2=0 t=5+0+1=6 r=[65] c=0
-    carry 0 r=[65]
+    n1=[5] n2=[] bool(n1)=True bool(n2)=False n1 or n2=True enter the loop
+    n1=[] n2=[] d1=5 d2=0 t=5+0+1=6 r=[6, 5] c=0
+    n1=[] n2=[] bool(n1)=False bool(n2)=False n1 or n2=False end the loop
+    carry 0 r=[6, 5]
     65
     """
     a, b = _check_operands(a, b)
     n1, n2 = [int(c) for c in str(a)], [int(c) for c in str(b)]
     result: list[int] = []
     carry = 0
-    lines = [f"num1={_digits(n1)} num2={_digits(n2)} r=[] c=0"]
+    lines = [f"num1={n1} num2={n2} r=[] c=0"]
+
+    def check() -> str:
+        go = bool(n1) or bool(n2)
+        return (f"n1={n1} n2={n2} bool(n1)={bool(n1)} bool(n2)={bool(n2)} n1 or n2={go} "
+                + ("enter the loop" if go else "end the loop"))  # fmt: skip
+
     while n1 or n2:
+        lines.append(check())
         d1 = n1.pop() if n1 else 0
         d2 = n2.pop() if n2 else 0
         total = d1 + d2 + carry
         result.insert(0, total % 10)
-        lines.append(
-            f"n1={_digits(n1)} n2={_digits(n2)} d1={d1} d2={d2} t={d1}+{d2}+{carry}={total} "
-            f"r={_digits(result)} c={total // 10}"
-        )
+        lines.append(f"n1={n1} n2={n2} d1={d1} d2={d2} t={d1}+{d2}+{carry}={total} r={result} c={total // 10}")
         carry = total // 10
+    lines.append(check())
     if carry:
         result.insert(0, carry)
-    lines.append(f"carry {carry} r={_digits(result)}")
+    lines.append(f"carry {carry} r={result}")
     return "\n".join(lines) + f"\n{a + b}"
-
-
-def _digits(xs: list[int]) -> str:
-    return "[" + "".join(str(x) for x in xs) + "]"
