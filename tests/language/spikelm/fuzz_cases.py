@@ -56,7 +56,7 @@ FUZZ_CASES = [
          invalid={"model": [None], "seq_len": [0, 1.5], "tokens": [0, "64"]}),
     dict(fn=MaskedCharCorpus, args=(TEXTS,), kwargs={"seq_len": 16, "held_out_every": 3, "mask_prob": 0.15},
          invalid={"texts": ["one string", [1, 2]], "seq_len": [1, 10_000], "held_out_every": [1],
-                  "mask_prob": [0.0, 1.0]}),
+                  "mask_prob": [0.0, 1.0], "val_every": [1, -2, 2.0, True]}),
     dict(fn=evaluate_masked_lm, args=(MODEL, EVAL_IDS, EVAL_LABELS), kwargs={"batch_size": 2},
          invalid={"batch_size": [0], "labels": [EVAL_LABELS[:, :3]]}),
     dict(fn=train_masked_lm, args=(MODEL, CORPUS, TrainConfig(steps=1)), kwargs={"batch_size": 2},

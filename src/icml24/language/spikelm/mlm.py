@@ -33,12 +33,15 @@ class MaskedCharCorpus:
         seq_len: window length in characters.
         held_out_every: every ``held_out_every``-th document is held out (the rest trains).
         mask_prob: BERT's masking rate (15%).
+        val_every: when > 0, every ``val_every``-th of the remaining documents is a validation document
+            (``split="val"``, :meth:`val_set`), neither trained on nor tested; 0: no validation split.
     """
 
     texts: Sequence[str] | None = None
     seq_len: int = 64
     held_out_every: int = 10
     mask_prob: float = 0.15
+    val_every: int = 0
 
     def __post_init__(self) -> None:
         _check_int("seq_len", self.seq_len, 2)
@@ -48,12 +51,21 @@ class MaskedCharCorpus:
         texts = stdlib_docstrings() if self.texts is None else self.texts
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a sequence of str")
+        if isinstance(self.val_every, bool) or not isinstance(self.val_every, int) or self.val_every == 1 or self.val_every < 0:
+            raise ValueError(f"val_every must be 0 (no validation split) or an int >= 2, got {self.val_every!r}")
         train_docs = [t for i, t in enumerate(texts) if i % self.held_out_every != self.held_out_every - 1]
         test_docs = [t for i, t in enumerate(texts) if i % self.held_out_every == self.held_out_every - 1]
+        val_docs: list[str] = []
+        if self.val_every:
+            val_docs = [t for j, t in enumerate(train_docs) if j % self.val_every == self.val_every - 1]
+            train_docs = [t for j, t in enumerate(train_docs) if j % self.val_every != self.val_every - 1]
         self.tokenizer = CharTokenizer.from_texts(list(texts) + ["\n"])
         self.train_ids = torch.tensor(self.tokenizer.encode("\n\n".join(train_docs)), dtype=torch.long)
         self.test_ids = torch.tensor(self.tokenizer.encode("\n\n".join(test_docs)), dtype=torch.long)
-        for name, ids in (("training", self.train_ids), ("held-out", self.test_ids)):
+        self.val_ids = torch.tensor(self.tokenizer.encode("\n\n".join(val_docs)), dtype=torch.long)
+        streams = [("training", self.train_ids), ("held-out", self.test_ids)]
+        streams += [("validation", self.val_ids)] if self.val_every else []
+        for name, ids in streams:
             if ids.numel() <= self.seq_len:
                 raise ValueError(f"texts give a {name} stream of {ids.numel()} characters; seq_len={self.seq_len} "
                                  f"needs more (held_out_every={self.held_out_every})")  # fmt: skip
@@ -69,9 +81,12 @@ class MaskedCharCorpus:
     def sample(self, batch_size: int, generator: torch.Generator, *, split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
         """``(corrupted_ids, labels)`` of ``batch_size`` random windows of the ``split`` stream."""
         _check_int("batch_size", batch_size)
-        if split not in ("train", "test"):
-            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-        ids = self._windows(self.train_ids if split == "train" else self.test_ids, batch_size, generator)
+        if split not in ("train", "test", "val"):
+            raise ValueError(f"split must be 'train', 'test' or 'val', got {split!r}")
+        if split == "val" and not self.val_every:
+            raise ValueError("split='val' needs a validation split: construct the corpus with val_every >= 2")
+        stream = {"train": self.train_ids, "test": self.test_ids, "val": self.val_ids}[split]
+        ids = self._windows(stream, batch_size, generator)
         tok = self.tokenizer
         return mask_tokens(ids, mask_id=tok.mask_id, vocab_size=tok.vocab_size, generator=generator,
                            mask_prob=self.mask_prob, first_regular_id=len(SPECIAL_TOKENS))  # fmt: skip
@@ -80,6 +95,11 @@ class MaskedCharCorpus:
         """A fixed held-out set of masked windows (the same for every model given ``seed``)."""
         _check_int("n_windows", n_windows)
         return self.sample(n_windows, torch.Generator().manual_seed(seed), split="test")
+
+    def val_set(self, n_windows: int = 256, *, seed: int = 54321) -> tuple[torch.Tensor, torch.Tensor]:
+        """A fixed set of masked validation windows (documents neither trained on nor in the test set)."""
+        _check_int("n_windows", n_windows)
+        return self.sample(n_windows, torch.Generator().manual_seed(seed), split="val")
 
     def unigram_accuracy(self, labels: torch.Tensor) -> float:
         """Accuracy of always predicting the most frequent training character at the labelled positions."""

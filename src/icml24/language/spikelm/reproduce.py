@@ -44,8 +44,17 @@ from icml24.language.spikelm.model import SpikeLM, SpikeLMConfig, energy_estimat
 from icml24.language.training import TrainConfig
 
 SLUG = "spikelm"
-DEFAULT_SEEDS = {"smoke": 1, "quick": 3, "full": 4}
-"""Seeds (paired across variants: a seed fixes the initialisation and the batch order)."""
+DEFAULT_SEEDS = {"smoke": 1, "quick": 3, "full": 8}
+"""Seeds (paired across variants: a seed fixes the initialisation and the batch order). Full: 8, not 4
+(4 gave the gap rule 25% power at a 75% closed gap with seed-to-seed std 0.02)."""
+VAL_EVERY = 9
+"""Every 9th training document is a validation document (about 10% of them): the better binary baseline and
+the plateau criterion are read on it, never on the test windows."""
+PLATEAU_GAP = 0.03
+"""Past the plateau: in every seed the ANN's validation accuracy is at least this far above both the better
+binary baseline's and the unigram accuracy. Below it the ANN has not learnt beyond what binary spikes learn
+at this budget (at quick it sits on the unigram plateau), so there is no gap to close and ``gap-closed``
+is inconclusive (headroom)."""
 
 SETUP = {
     "smoke": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "seq_len": 16, "batch_size": 8, "steps": 4,
@@ -79,7 +88,7 @@ def run_variant(config: dict, seed: int) -> dict:
     """Train one encoder variant on masked characters and score it on the fixed held-out set."""
     torch.manual_seed(seed)
     s = config["setup"]
-    corpus = MaskedCharCorpus(seq_len=s["seq_len"])
+    corpus = MaskedCharCorpus(seq_len=s["seq_len"], val_every=VAL_EVERY)
     model_cfg = encoder_config(corpus.vocab_size, d_model=s["d_model"], n_layers=s["n_layers"],
                                n_heads=s["n_heads"], d_ff=s["d_ff"], max_seq_len=s["seq_len"])  # fmt: skip
     spiking = SpikeLMConfig(time_steps=TIME_STEPS, **config["spiking"])
@@ -88,6 +97,8 @@ def run_variant(config: dict, seed: int) -> dict:
                         min_lr_ratio=0.1)  # fmt: skip
     history = train_masked_lm(model, corpus, train, batch_size=s["batch_size"], seed=seed)
     eval_ids, eval_labels = corpus.eval_set(s["eval_windows"])
+    val_ids, val_labels = corpus.val_set(s["eval_windows"])
+    val = evaluate_masked_lm(model, val_ids, val_labels)
     model.record_spikes()
     scores = evaluate_masked_lm(model, eval_ids, eval_labels)
     model.record_spikes(False)
@@ -97,6 +108,8 @@ def run_variant(config: dict, seed: int) -> dict:
         "n": scores["n"],
         "loss": scores["loss"],
         "unigram_accuracy": corpus.unigram_accuracy(eval_labels),
+        "val_accuracy": val["accuracy"],
+        "val_unigram_accuracy": corpus.unigram_accuracy(val_labels),
         "final_train_loss": history[-1]["loss"],
         "train_seconds": history[-1]["seconds"],
     }
@@ -149,6 +162,23 @@ def gap_contrasts(ann: dict[int, float], binary: dict[int, float], elastic: dict
     return [elastic[s] - (ann[s] + binary[s]) / 2 for s in sorted(set(ann) & set(binary) & set(elastic))]
 
 
+def plateau_headroom(ann_val: dict[int, float], binary_val: dict[int, float],
+                     unigram_val: dict[int, float]) -> decide.Headroom:  # fmt: skip
+    """The gap ``gap-closed`` has to work with, read on validation: on the seed where the ANN leads least, the
+    ANN's accuracy over the better of the binary baseline and the unigram accuracy; the check can decide only
+    when that is at least :data:`PLATEAU_GAP` (the ANN has left the plateau in every seed)."""
+    seeds = sorted(set(ann_val) & set(binary_val) & set(unigram_val))
+    if not seeds:
+        raise ValueError("ann_val, binary_val and unigram_val share no seed")
+    floor = {s: max(binary_val[s], unigram_val[s]) for s in seeds}
+    worst = min(seeds, key=lambda s: ann_val[s] - floor[s])
+    return decide.headroom(baseline_best=floor[worst], ceiling=max(ann_val[worst], floor[worst]),
+                           paper_effect=PLATEAU_GAP,
+                           what=f"validation accuracy of the better binary baseline or the unigram, seed {worst}, "
+                                "where the ANN (the ceiling) leads least; the effect needed is the past-the-plateau "
+                                "gap, not a number of the paper")  # fmt: skip
+
+
 def _paired(a: dict[int, float], b: dict[int, float]) -> tuple[list[float], list[float]]:
     seeds = sorted(set(a) & set(b))
     return [a[s] for s in seeds], [b[s] for s in seeds]
@@ -181,8 +211,10 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                  "MACs at 4.6 pJ (Horowitz 2014) over the six projections and two attention products per block.",
         ))  # fmt: skip
     binaries = [n for n in ("binary", "binary_data") if n in acc]
-    # Baselines get the same care as the method: the gap is measured from the better binary baseline.
-    best = max(binaries, key=lambda n: np.mean(list(acc[n].values()))) if binaries else None
+    val = {name: _by_seed(rs, "val_accuracy") for name, rs in groups.items()}
+    # Baselines get the same care as the method: the gap is measured from the better binary baseline, the
+    # better one chosen on the validation windows (choosing it on the test windows would bias the test).
+    best = max(binaries, key=lambda n: np.mean(list(val[n].values()))) if binaries else None
     if best is not None and "ann" in acc and "elastic" in acc:
         # "Closes more than half of the gap": elastic - binary > (ann - binary) / 2, i.e. the paired contrast
         # elastic - (ann + binary) / 2 > 0 per seed. A contrast, not the per-seed ratio, so that a seed with a
@@ -193,12 +225,17 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         ratio = (e - b) / (a - b) if a > b else math.nan
         d = decide.compare_to_value(contrast, 0.0, alternative="greater",
                                     effect_name="accuracy of SpikeLM - midpoint of the binary and ANN accuracies")  # fmt: skip
+        val_unigram = {r.job.seed: float(r.metrics["val_unigram_accuracy"]) for r in groups["ann"]}
+        room = plateau_headroom(val["ann"], val[best], val_unigram)
         checks.append(d.to_check(
             id="gap-closed",
             claim="SpikeLM closes most (more than half) of the accuracy gap between binary spikes and the "
                   "full-precision model",
-            evidence=f"binary baseline: {NAMES[best]} (the better of {len(binaries)}); share of the mean gap closed "
-                     f"{ratio:.2f}; per-seed shares {np.round(fractions, 2).tolist()}",
+            evidence=f"binary baseline: {NAMES[best]} (the better of {len(binaries)} on validation); share of the "
+                     f"mean gap closed {ratio:.2f}; per-seed shares {np.round(fractions, 2).tolist()}; decided only "
+                     f"past the plateau (the ANN >= {PLATEAU_GAP:g} above the binary baseline and the unigram "
+                     "accuracy on validation in every seed)",
+            headroom=room,
         ))  # fmt: skip
         pairs = [("ann", best, "ann-beats-binary", "the gap exists: the ANN beats the better binary baseline", False)]
         pairs += [("elastic", n, f"elastic-beats-{n.replace('_', '-')}", f"SpikeLM beats the {NAMES[n]}", False)
@@ -228,8 +265,12 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         x = [math.log2(float(r.job.config["spiking"]["alpha_init_factor"])) for r in knob]
         d = decide.trend(x, [r.metrics["firing_rate"] for r in knob], claim="decreasing",
                          effect_name="OLS slope of the mean firing rate in log2 k")  # fmt: skip
+        # Reported, not decisive: the threshold is alpha/2 = (k/2) mean|u|, so a larger k fires less almost by
+        # construction; the claim's content is what that costs in accuracy (knob-accuracy).
         checks.append(d.to_check(id="knob-firing-rate", claim="a larger amplitude factor k fires less",
-                                 evidence=f"k in {ks}, {len(knob)} runs"))  # fmt: skip
+                                 evidence=f"k in {ks}, {len(knob)} runs; reported only: with the threshold "
+                                          "(k/2) mean|u| this holds almost by construction",
+                                 decisive=False))  # fmt: skip
         d = decide.trend(x, [r.metrics["accuracy"] for r in knob], claim="decreasing",
                          effect_name="OLS slope of held-out accuracy in log2 k")  # fmt: skip
         checks.append(d.to_check(id="knob-accuracy", claim="... and scores lower: the knob trades accuracy for "
@@ -280,8 +321,11 @@ REPRODUCTION = Reproduction(
         "spike_bert.py (inputs of Q/K/V, output, FFN up and down projections; K and V after projection). One "
         "neuron feeds Q, K and V (the code's three neurons emit identical spikes with frozen alpha).",
         "Two binary LIF baselines: the notes' threshold 1, and a threshold mean|u_1| of the first batch (frozen: "
-        "SpikeLM's rule at k = 2); the gap is measured from the better one. Membrane decay 0.25 (SpikeLM's carry "
-        "factor), hard reset.",
+        "SpikeLM's rule at k = 2); the gap is measured from the better one on validation documents. Membrane "
+        "decay 0.25 (SpikeLM's carry factor), hard reset.",
+        "'gap-closed' decides only once the ANN has left the plateau (>= 0.03 above the better binary baseline and "
+        "the unigram accuracy on validation in every seed); the firing-rate trend of the amplitude factor is "
+        "reported, not decisive (the threshold (k/2) mean|u| makes it nearly true by construction).",
         "'Most of the gap' is read as more than half; the paper states no number for it.",
         "Matched compute means the same architecture, data, steps and optimiser; the spiking models run T = 4 "
         "time steps per forward pass, so they spend about 4x the training FLOPs of the ANN.",
@@ -289,6 +333,7 @@ REPRODUCTION = Reproduction(
         "the amplitude alpha_t folded into the weights; the paper's energy table is not reproduced.",
     ),
     scales=("smoke", "quick", "full"),
-    required_metrics={"variants": ("accuracy", "correct", "n", "loss", "unigram_accuracy"),
+    required_metrics={"variants": ("accuracy", "correct", "n", "loss", "unigram_accuracy", "val_accuracy",
+                                   "val_unigram_accuracy"),
                       "knob": ("accuracy", "firing_rate", "energy_ratio", "firing_rates")},  # fmt: skip
 )
