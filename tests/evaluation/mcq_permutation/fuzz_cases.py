@@ -16,6 +16,7 @@ from icml24.evaluation.mcq_permutation import (
     calibrated,
     clean_correct,
     correct_matrix,
+    fact_key,
     format_prompt,
     generate_questions,
     letter_histogram,
@@ -27,6 +28,7 @@ from icml24.evaluation.mcq_permutation import (
     sampled_permutation_correct,
     score_questions,
     summarize,
+    unseen_split,
 )
 
 Q = MCQ("Which?", ("a", "b", "c", "d"), 2)
@@ -41,6 +43,8 @@ FUZZ_CASES = [
     dict(fn=format_prompt, args=("Q?", ["x", "y"]), invalid={"question": [None], "options": ["xy", ["x"], [1, 2]]}),
     dict(fn=generate_questions, args=(4,), kwargs={"seed": 1},
          invalid={"n": [0, 1.5, "3"], "families": ["fruit", [], ["nope"]], "n_options": [1, 9, 2.0], "seed": [-1, 0.5]}),
+    dict(fn=fact_key, args=(Q,), invalid={"q": ["Which?", None]}),
+    dict(fn=unseen_split, args=([Q], [Q]), invalid={"candidates": [Q, ["x"]], "test": [Q, [1]]}),
     dict(fn=all_permutations, args=(4,), invalid={"n": [0, 9, 2.5, True]}),
     dict(fn=reduced_orders, args=(4, 1, 2), invalid={"n": [0, 9], "gold": [4, -1, 1.5], "k": [0, 5, 2.5]}),
     dict(fn=apply_order, args=(Q, [3, 2, 1, 0]), invalid={"mcq": ["Q"], "order": [[0, 0, 1, 2], [0, 1, 3, 9], [0, 1]]}),

@@ -78,3 +78,54 @@ def test_smoke_jobs_run_and_analyze():
     assert all(r.status == "ok" for r in results), [r.error for r in results]
     a = R.analyze(results, "smoke")
     assert a.verdict in ("supported", "not_supported", "inconclusive") and a.tables and a.figures
+
+
+def test_a_small_drop_is_not_a_fall_far_below_clean():
+    # The case: 3 questions in 40 lost (0.60 -> 0.525). The old no-margin rule said supported; the
+    # paper's "falls far" needs more than half of the accuracy above chance taken: this refutes it.
+    clean = np.array([1] * 24 + [0] * 16)
+    adv = clean.copy()
+    adv[:3] = 0
+    checks, _ = R.claim_checks([_result("smollm2-raw", clean, adv), _result("cloze", clean, clean)], "quick")
+    by_id = {c.id: c for c in checks}
+    assert by_id["smollm2-raw-adversarial-below-clean"].verdict == "not_supported"
+    # A fall to below chance supports it, and the reported below-chance check says so.
+    adv = np.zeros(40)
+    adv[:4] = 1
+    checks, _ = R.claim_checks([_result("smollm2-raw", clean, adv), _result("cloze", clean, clean)], "quick")
+    by_id = {c.id: c for c in checks}
+    assert by_id["smollm2-raw-adversarial-below-clean"].verdict == "supported"
+    assert not by_id["smollm2-raw-adversarial-below-chance"].decisive
+
+
+def test_drop_contrasts_by_hand():
+    c = R.drop_contrasts(np.array([1, 1, 0]), np.array([1, 0, 0]))
+    np.testing.assert_allclose(c, [1 - 0.625, -0.625, -0.125])
+    with np.testing.assert_raises(ValueError):
+        R.drop_contrasts(np.array([1, 0]), np.array([1]))
+
+
+def test_without_the_pretrained_model_the_from_scratch_model_does_not_decide():
+    # Only the tiny arms and the control ran (the wheels missing): the deciding arm is a missing arm, so the
+    # verdict is inconclusive even though the tiny model's own drop is large and significant.
+    clean = np.array([1] * 80 + [0] * 20)
+    rs = [_result("tiny-skewed", clean, np.zeros(100)), _result("tiny-augmented", clean, clean),
+          _result("cloze", clean, clean)]  # fmt: skip
+    a = R.analyze(rs, "quick")
+    by_id = {c.id: c for c in a.checks}
+    assert by_id["tiny-skewed-adversarial-below-clean"].verdict == "supported"
+    assert not by_id["tiny-skewed-adversarial-below-clean"].decisive
+    assert by_id["smollm2-raw-adversarial-below-clean"].outcome == "not_run"
+    assert a.verdict == "inconclusive"
+    # At full scale the adapted arm decides: the raw arm alone does not stand in for it.
+    rs_full = [_result("smollm2-raw", clean, np.zeros(100)), _result("cloze", clean, clean)]
+    a = R.analyze(rs_full, "full")
+    assert {c.id: c for c in a.checks}["smollm2-adapted-adversarial-below-clean"].outcome == "not_run"
+    assert a.verdict == "inconclusive"
+
+
+def test_missing_arms_name_the_deciding_arm(monkeypatch):
+    monkeypatch.setattr(R, "_missing", lambda name: f"{name} not installed")
+    assert any("smollm2-raw (deciding)" in m for m in R.missing_arms("quick"))
+    assert R.build_jobs("quick", None) and all(j.config["arm"].startswith("tiny") for j in R.build_jobs("quick", None))
+    assert R.REPRODUCTION.not_run("full")

@@ -178,3 +178,35 @@ def test_questions_are_deterministic_balanced_and_valid():
 def test_prompt_format_matches_the_official_layout():
     p = format_prompt("Q?", ["x", "y"], header="H\n\n", shots=[("S?", ["u", "v"], 1)])
     assert p == "H\n\nS?\nA. u\nB. v\nAnswer: B\n\nQ?\nA. x\nB. y\nAnswer:"
+
+
+def test_gold_letters_are_stratified():
+    from icml24.evaluation.mcq_permutation import generate_questions
+
+    for n in (40, 24, 7):
+        golds = np.bincount([q.gold for q in generate_questions(n, seed=3)], minlength=4)
+        assert golds.max() - golds.min() <= 1, (n, golds)
+    assert np.bincount([q.gold for q in generate_questions(40, seed=0)]).tolist() == [10, 10, 10, 10]
+
+
+def test_adaptation_questions_share_no_text_or_fact_with_the_test_set():
+    from icml24.evaluation.mcq_permutation import fact_key, generate_questions, unseen_split
+    from icml24.evaluation.mcq_permutation import reproduce as R
+
+    test = generate_questions(40, seed=0)
+    train = R.adaptation_questions(480, test, seed=50_000)
+    assert len(train) == 480
+    assert not {q.question for q in train} & {q.question for q in test}
+    assert not {fact_key(q) for q in train} & {fact_key(q) for q in test}
+    assert np.bincount([q.gold for q in train], minlength=4).tolist() == [120] * 4  # re-stratified after filtering
+    # The same fact in another wording is caught: 3 + 4 and 4 + 3, hot/cold and cold/hot.
+    from icml24.evaluation.mcq_permutation import MCQ
+
+    a = MCQ("What is 3 + 4?", ("7", "6", "8", "5"), 0, "addition")
+    b = MCQ("What is 4 + 3?", ("6", "7", "8", "5"), 1, "addition")
+    c = MCQ("What is the opposite of hot?", ("cold", "up", "big", "wet"), 0, "opposite")
+    d = MCQ("What is the opposite of cold?", ("up", "hot", "big", "wet"), 1, "opposite")
+    assert unseen_split([b, d], [a, c]) == []
+    # The old training set (a fresh draw of all families) shared most test questions.
+    old = generate_questions(480, seed=50_000)
+    assert len(unseen_split(old, test)) < len(old)

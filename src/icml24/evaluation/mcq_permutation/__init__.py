@@ -32,8 +32,10 @@ from icml24.evaluation.mcq_permutation.questions import (
     FAMILIES,
     LETTERS,
     MCQ,
+    fact_key,
     format_prompt,
     generate_questions,
+    unseen_split,
 )
 from icml24.evaluation.mcq_permutation.scorers import (
     EmbeddingClozeScorer,
@@ -65,6 +67,7 @@ __all__ = [
     "calibrated",
     "clean_correct",
     "correct_matrix",
+    "fact_key",
     "fit_top_layers",
     "format_prompt",
     "generate_questions",
@@ -77,4 +80,5 @@ __all__ = [
     "sampled_permutation_correct",
     "score_questions",
     "summarize",
+    "unseen_split",
 ]

