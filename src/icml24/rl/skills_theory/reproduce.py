@@ -240,13 +240,47 @@ def power_of_correlation(n: int, r: float = ASSUMED_R, n_sims: int = 400, seed: 
     return decide.power(lambda xy: decide.trend(xy[0], xy[1], claim="increasing"), simulate, n_sims, seed).supported
 
 
-def gain_trend_decision(points: Sequence[tuple[float, float]], what: str) -> Decision:
-    """Claim 2 on ``(I_p of the base environment, best ratio)`` points, one per environment and macro seed:
-    the Spearman rank correlation of log best ratio with I_p (the claim is monotone, not linear), one-sided at
-    0.05: supported if > 0 (the gain shrinks as I_p grows), not_supported if shown < 0."""
-    pts = [(x, math.log(y)) for x, y in points if math.isfinite(x) and math.isfinite(y) and y > 0]
-    return decide.trend([p[0] for p in pts], [p[1] for p in pts], claim="increasing", method="spearman",
-                        effect_name=f"Spearman rho of log best {what} ratio with p-incompressibility")  # fmt: skip
+def gain_trend_decision(points: Sequence[tuple[str, float, float]], what: str, *, alpha: float = 0.05) -> Decision:
+    """Claim 2 on ``(environment, I_p of the base environment, best ratio)`` points, one per environment and macro
+    seed. I_p belongs to the environment, so the environment is the independent unit: the log best ratios are
+    averaged per environment (:func:`icml24.common.decide.per_unit`) and the Spearman correlation of the
+    per-environment means with I_p is tested by an exact permutation test over all ``k!`` pairings of the ``k``
+    environments, one-sided at ``alpha``: supported if rho > 0 (the gain shrinks as I_p grows), not_supported if
+    rho < 0 at the same level. With ``k`` environments the smallest possible p is ``1/k!`` (1/6 with 3, 1/24 with
+    4), so fewer than 4 environments can never decide at 0.05 (the check is then inconclusive, and says so).
+    """
+    from itertools import permutations
+
+    from scipy import stats
+
+    pts = [(e, x, math.log(y)) for e, x, y in points if math.isfinite(x) and math.isfinite(y) and y > 0]
+    name = f"Spearman rho of the per-environment mean log best {what} ratio with p-incompressibility"
+    rule = (f"exact permutation test (all k! pairings of the k environments, the independent unit) of Spearman rho "
+            f"at alpha {alpha:g}: supported if rho > 0, not_supported if rho < 0 at the same level; the smallest "
+            f"possible p is 1/k!, so k < 4 environments cannot decide")  # fmt: skip
+    envs = list(dict.fromkeys(e for e, _, _ in pts))
+    for e in envs:
+        if len({x for f, x, _ in pts if f == e}) != 1:
+            raise ValueError(f"points of environment {e!r} must share one I_p (it is a property of the environment)")
+    units, y = decide.per_unit([v for _, _, v in pts], [e for e, _, _ in pts])
+    x = np.array([next(xv for f, xv, _ in pts if f == u) for u in units])
+    k = len(units)
+    test = f"exact permutation test of Spearman rho over {math.factorial(k) if k else 0} pairings"
+    if k < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return Decision("inconclusive", math.nan, name, (math.nan, math.nan), 1 - 2 * alpha, math.nan, math.nan, k,
+                        alpha, rule, test)  # fmt: skip
+    # Spearman rho = Pearson r of the (tie-averaged) ranks, for every pairing at once
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    perms = ry[np.array(list(permutations(range(k))))]
+    cx = (rx - rx.mean()) / np.linalg.norm(rx - rx.mean())
+    cy = perms - perms.mean(1, keepdims=True)
+    null = (cy @ cx) / np.linalg.norm(cy, axis=1)
+    rho = float(null[0])  # the identity pairing comes first
+    tol = 1e-12
+    p_sup = float(np.mean(null >= rho - tol))
+    p_ref = float(np.mean(null <= rho + tol))
+    verdict = "supported" if p_sup < alpha else "not_supported" if p_ref < alpha else "inconclusive"
+    return Decision(verdict, rho, name, (math.nan, math.nan), 1 - 2 * alpha, p_sup, p_ref, k, alpha, rule, test)
 
 
 def paper_gain_curve(incompress: np.ndarray) -> np.ndarray:
@@ -255,17 +289,21 @@ def paper_gain_curve(incompress: np.ndarray) -> np.ndarray:
     return 0.1 + 0.9 * np.minimum(1.0, np.asarray(incompress, dtype=np.float64) / 0.5)
 
 
-def power_of_gain_trend(incompress: Sequence[float], sd: float, *, effect: bool = True, n_sims: int = 400) -> float:
-    """Power of :func:`gain_trend_decision` at the run's points (``incompress``: the I_p of each point's
-    environment, one point per environment and macro seed) under :func:`paper_gain_curve` with log-normal
-    noise ``sd`` over macro seeds (``effect=False``: a flat curve, giving the false-support rate)."""
-    xs = np.asarray(incompress, dtype=np.float64)
-    if xs.size < 3 or np.ptp(xs) == 0:
+def power_of_gain_trend(
+    points: Sequence[tuple[str, float]], sd: float, *, effect: bool = True, n_sims: int = 400
+) -> float:
+    """Power of :func:`gain_trend_decision` at the run's points (``points``: ``(environment, I_p)`` of each point,
+    one per environment and macro seed) under :func:`paper_gain_curve` with log-normal noise ``sd`` over macro
+    seeds, averaged per environment as the rule does (``effect=False``: a flat curve, giving the false-support
+    rate)."""
+    envs = [e for e, _ in points]
+    xs = np.asarray([x for _, x in points], dtype=np.float64)
+    if len(set(envs)) < 3 or np.ptp(xs) == 0:
         return 0.0
     mu = np.log(paper_gain_curve(xs)) if effect else np.zeros(xs.size)
 
-    def simulate(rng: np.random.Generator) -> list[tuple[float, float]]:
-        return list(zip(xs, np.exp(mu + sd * rng.standard_normal(xs.size))))
+    def simulate(rng: np.random.Generator) -> list[tuple[str, float, float]]:
+        return list(zip(envs, xs, np.exp(mu + sd * rng.standard_normal(xs.size))))
 
     return decide.power(lambda pts: gain_trend_decision(pts, "J"), simulate, n_sims, 0).supported
 
@@ -301,12 +339,15 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             ql_by.setdefault(env, {}).setdefault(r.job.seed, {})[int(r.job.config["variant"])] = r.metrics
     incompress = {env: next(iter(meas[env].values()))["incompressibility"][0] for env in order}
     gain_pts: dict[str, list[tuple[float, float]]] = {"J_learn": [], "J_explore": [], "Q-learning steps": []}
+    gain_env: dict[str, list[str]] = {"J_learn": [], "J_explore": []}  # the environment of each point
     rows = []
     for env in order:
         jl = [best_ratio(m["j_learn"]) for m in meas[env].values()]
         je = [best_ratio(m["j_explore"]) for m in meas[env].values()]
         gain_pts["J_learn"] += [(incompress[env], x) for x in jl]
         gain_pts["J_explore"] += [(incompress[env], x) for x in je]
+        gain_env["J_learn"] += [env] * len(jl)
+        gain_env["J_explore"] += [env] * len(je)
         steps_ratio = []
         for _s, vs in ql_by.get(env, {}).items():
             ls = [vs[v]["steps"] if v in vs else [math.nan] for v in range(max(vs) + 1)]
@@ -325,18 +366,25 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             "sets are the same). Below 1 = the best augmentation helps."))  # fmt: skip
 
     for what, ident, decisive in (("J_learn", "jlearn", True), ("J_explore", "jexplore", True)):
-        pts = gain_pts[what]
+        pts = [(e, x, y) for e, (x, y) in zip(gain_env[what], gain_pts[what], strict=True)]
         if len({p[0] for p in pts}) < 2:
             continue
         dec = gain_trend_decision(pts, what)
         # power at the shape of the paper's Figure 1 with a seed-to-seed sd of 0.3 in log ratio
-        pw = power_of_gain_trend([p[0] for p in pts if math.isfinite(p[1])], sd=0.3)
+        pw = power_of_gain_trend([(e, x) for e, x, y in pts if math.isfinite(y)], sd=0.3)
+        k = len({e for e, _, y in pts if math.isfinite(y)})
+        floor = 1 / math.factorial(k) if k else 1.0
+        limit = ("" if floor < 0.05 else f"; with {k} environments (the independent unit) the smallest possible p "
+                 f"is 1/{k}! = {floor:.3f} > 0.05, so this scale cannot support or refute claim 2")  # fmt: skip
+        per_env = " | ".join(
+            f"{ENV_LABELS[e]}: I_p {incompress[e]:.3f}, mean log ratio "
+            f"{np.mean([math.log(y) for f, _, y in pts if f == e and math.isfinite(y) and y > 0]):.3f}"
+            for e in order if any(f == e for f, _, _ in pts))  # fmt: skip
         checks.append(dec.to_check(
             id=f"gain-vs-incompressibility-{ident}",
             claim=f"The best {what} improvement from macroactions shrinks as p-incompressibility grows "
                   "(largest on CliffWalking, smallest on the most incompressible puzzle)",
-            evidence=" | ".join(f"{ENV_LABELS[e]}: I_p {incompress[e]:.3f}" for e in order),
-            decisive=decisive, power=pw))  # fmt: skip
+            evidence=per_env + limit, decisive=decisive, power=pw))  # fmt: skip
     # the abstract's "skills benefit exploration more than learning": on each environment and macro seed, the best
     # J_explore ratio below the best J_learn ratio (paired over points; supporting evidence, not deciding: the
     # two ratios are of differently scaled quantities, J_explore being a log-probability already)
