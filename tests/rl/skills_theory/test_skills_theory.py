@@ -181,20 +181,24 @@ def test_incompressibility():
 
 
 def test_incompressibility_limit_at_small_entropy():
-    """Issue 39: I_p jumped from 0 at H = 0 to about 1/E[d] at H = 1e-6. For 0 < H <= log|A| the ratio stays
-    below 1/E[d] at every eps (brute force) and tends to it as eps -> 1, so I_p = 1/E[d] there; above log|A| an
-    interior maximum exceeds it and falls continuously to it; H = 0 keeps the official code's 0."""
+    """Issue 39: I_p jumps from 0 at H = 0 to about 1/E[d] at H = 1e-6. For 0 < H <= log|A| the ratio stays
+    below 1/E[d] at every eps (brute force) and tends to it as eps -> 1: the supremum is that boundary limit, and
+    the grid returns its value at logit 30, a few per cent below it; above log|A| an interior maximum exceeds it
+    and falls continuously to it; H = 0 keeps the official code's 0 (documented jump)."""
     D, A = 9.48, 4
     eps = 1 - np.logspace(-12, -1e-9, 400_001)  # eps from 1 - 1e-12 to nearly 0
     for H in (1e-6, 0.3, np.log(A)):
         brute = (H - np.log((1 - eps) / eps)) / (D * np.log(A / (1 - eps)))
-        assert brute.max() < 1 / D and brute.max() > 1 / D - 1e-3  # the supremum is the eps -> 1 limit
-        assert incompressibility(H, D, A) == pytest.approx(1 / D, rel=1e-12)
-    assert incompressibility(0.0, D, A) == 0.0  # the official convention (CliffWalking), a jump of 1/D at 0
+        assert brute.max() < 1 / D and brute.argmax() == 0  # below the limit, largest nearest eps = 1
+        far = (H + 1e8) / (D * (np.log(A) + np.logaddexp(0.0, 1e8)))  # logit(eps) = 1e8: the slow log approach
+        assert far <= 1 / D and far == pytest.approx(1 / D, rel=1e-7)  # the supremum is the eps -> 1 limit
+        grid_end = (H + 30.0) / (D * (np.log(A) + np.logaddexp(0.0, 30.0)))
+        assert incompressibility(H, D, A) == pytest.approx(grid_end, rel=1e-9)
+        assert 0.95 / D < incompressibility(H, D, A) < 1 / D
+    assert incompressibility(0.0, D, A) == 0.0  # the official convention (CliffWalking), a jump at 0
     hs = np.linspace(1e-9, np.log(A) + 2.0, 2001)
     vals = np.array([incompressibility(h, D, A) for h in hs])
-    assert np.all(np.diff(vals) >= -1e-12) and np.max(np.abs(np.diff(vals))) < 1e-3  # monotone, continuous
-    assert incompressibility(np.log(A) + 1e-7, D, A) - 1 / D < 1e-6
+    assert np.all(np.diff(vals) >= -1e-12) and np.max(np.abs(np.diff(vals))) < 1e-3  # monotone, no jump on H > 0
     # the order of the paper's environments does not depend on the H = 0 convention: CliffWalking's limit
     # 1/13 is below CompILE2's interior value
     assert 1 / 13.0 < 0.130
