@@ -318,3 +318,38 @@ def test_sum_features_give_the_sum_of_the_two_kernels() -> None:
     k_parts = sum(np.einsum("nmd,nkd->nmk", f, f) for f in (rff(state, bids), lin(state, bids)))
     np.testing.assert_allclose(k_sum, k_parts)
     assert NegUCB().features == "rff+linear"
+
+
+# -- the window rule's statistic -------------------------------------------------------------------------------
+
+
+def test_window_means_tell_linear_from_sublinear_regret() -> None:
+    from icml24.bandits.regret import window_means
+
+    t = np.arange(1, 1001)
+    flat = np.full((2, 1000), 0.05)  # linear regret: the same per-round regret everywhere
+    early, late = window_means(flat)
+    np.testing.assert_allclose(late / early, 1.0)
+    sqrt_regret = np.diff(np.sqrt(t), prepend=0.0)  # R_t = sqrt(t): per-round ~ t^(-1/2)
+    early, late = window_means(sqrt_regret)
+    assert 0.35 < late / early < 0.45  # ~ 6^(-1/2) = 0.41
+    early, late = window_means(np.arange(1000.0))
+    assert early == np.mean(np.arange(100, 200)) and late == np.mean(np.arange(800, 1000))
+
+
+@pytest.mark.parametrize("bad", [np.ones(5), np.ones((2, 2, 20)), np.array([np.nan] * 20)])
+def test_window_means_refuses_bad_curves(bad) -> None:
+    from icml24.bandits.regret import window_means
+
+    with pytest.raises(ValueError, match="per_round"):
+        window_means(bad)
+
+
+def test_expected_reward_is_the_oracles_value_minus_regret() -> None:
+    env = NegotiationEnv(MultiIssueDomain(n_issues=2, n_values=3), types=((1.0, 0.3),))
+    run = simulate(env, RandomBidder(seed=0), horizon=50, n_trials=3, seed=1)
+    oracle = simulate(env, OracleBidder(), horizon=50, n_trials=3, seed=1)
+    assert run.expected_reward.shape == (3, 50) and (run.expected_reward >= 0).all()
+    np.testing.assert_allclose(oracle.regret, 0.0, atol=1e-12)
+    # the first round of every trial is the same state for every agent: regret = oracle value - expected reward
+    np.testing.assert_allclose(run.regret[:, 0], oracle.expected_reward[:, 0] - run.expected_reward[:, 0])

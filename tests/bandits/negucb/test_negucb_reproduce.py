@@ -66,6 +66,7 @@ def _varying(regret: dict, reward: dict, n: int = 24, seed: int = 0, spread: flo
     metrics: dict = {"agents": list(ALL_AGENTS)}
     for a in ALL_AGENTS:
         metrics[f"regret_{a}"] = (regret[a] * np.exp(0.3 * shared + spread * rng.standard_normal(n))).tolist()
+        metrics[f"common_{a}"] = (0.5 * np.asarray(metrics[f"regret_{a}"])).tolist()  # the common reference
         metrics[f"reward_{a}"] = (reward[a] + 5 * shared + 10 * spread * rng.standard_normal(n)).tolist()
         metrics[f"agree_{a}"] = [0.9] * n
         metrics[f"per_deal_{a}"] = [0.6] * n
@@ -73,19 +74,31 @@ def _varying(regret: dict, reward: dict, n: int = 24, seed: int = 0, spread: flo
     return JobResult(_job("varying_types", ALL_AGENTS, seed, n), "ok", metrics)
 
 
-def _stationary(slope: float, ablation_ratio: float = 1.0, n: int = 24, seed: int = 0) -> JobResult:
-    rng = np.random.default_rng(seed + 100)
-    agents = ("negucb", "no_hidden", "linear_ucb")
-    base = 100 * np.exp(0.3 * rng.standard_normal(n))
-    metrics = {"agents": list(agents),
-               "slope_negucb": (slope + 0.05 * rng.standard_normal(n)).tolist(),
-               "regret_negucb": base.tolist(), "regret_no_hidden": (base * ablation_ratio).tolist(),
-               "regret_linear_ucb": (base * 1.2).tolist()}  # fmt: skip
-    for a in agents:
-        metrics.setdefault(f"slope_{a}", [0.8] * n)
-        for k in ("reward", "agree", "per_deal"):
-            metrics[f"{k}_{a}"] = [1.0] * n
-    return JobResult(_job("stationary", agents, seed, n), "ok", metrics)
+def _stationary(drop: float, control_drop: float = 1.0, *, n_seeds: int = 6, n: int = 4, slope: float = 0.7,
+                control: bool = True) -> list[JobResult]:
+    """One 'stationary' job per seed: per-trial mean per-round regret (common reference and own-state oracle)
+    ``early`` in rounds (0.1T, 0.2T] and ``drop * early`` in (0.8T, T] for NegUCB; ``control_drop`` for
+    epsilon-greedy with constant epsilon (1.0: linear regret, flat per-round regret)."""
+    agents = ("negucb", "linear_ucb") + (("eps_greedy",) if control else ()) + ("oracle",)
+    out = []
+    for seed in range(n_seeds):
+        rng = np.random.default_rng(seed + 100)
+        metrics: dict = {"agents": list(agents)}
+        for a in agents:
+            if a == "oracle":
+                continue
+            d = {"negucb": drop, "eps_greedy": control_drop}.get(a, 0.8)
+            early = 0.1 * np.exp(0.1 * rng.standard_normal(n))
+            late = d * early * np.exp(0.05 * rng.standard_normal(n))
+            for tag in ("", "common_"):
+                metrics[f"early_{tag}{a}"], metrics[f"late_{tag}{a}"] = early.tolist(), late.tolist()
+            metrics[f"slope_{a}"] = (slope + 0.05 * rng.standard_normal(n)).tolist()
+            metrics[f"regret_{a}"] = metrics[f"common_{a}"] = (100 * early).tolist()
+        for a in agents:
+            for k in ("reward", "agree", "per_deal"):
+                metrics[f"{k}_{a}"] = [1.0] * n
+        out.append(JobResult(_job("stationary", agents, seed, n), "ok", metrics))
+    return out
 
 
 GOOD_REGRET = {"negucb": 100, "no_hidden": 140, "eps_greedy": 150, "linear_ucb": 130, "boulware": 300,
@@ -100,32 +113,57 @@ def _checks(results):
 
 
 def test_verdict_is_supported_when_every_sub_claim_holds() -> None:
-    a, checks = _checks([_varying(GOOD_REGRET, GOOD_REWARD), _stationary(0.7)])
+    a, checks = _checks([_varying(GOOD_REGRET, GOOD_REWARD), *_stationary(0.4)])
     assert a.verdict == "supported", a.summary
     assert set(a.decided_by) == CORE
     assert all(checks[i].verdict == "supported" for i in CORE)
 
 
-def test_superlinear_slope_refutes() -> None:
-    a, checks = _checks([_varying(GOOD_REGRET, GOOD_REWARD), _stationary(1.1)])
+def test_flat_per_round_regret_refutes_sublinearity() -> None:
+    """Linear regret (the same per-round regret late as early) is refuted, whatever the log-log slope says."""
+    a, checks = _checks([_varying(GOOD_REGRET, GOOD_REWARD), *_stationary(1.0, slope=0.7)])
     assert checks["sublinear-regret"].verdict == "not_supported" and a.verdict == "not_supported"
+    assert checks["sublinear-regret-slope"].verdict == "supported"  # the former rule passed it
+
+
+def test_a_control_that_passes_makes_the_sublinear_check_uninformative() -> None:
+    """epsilon-greedy with constant epsilon has linear regret; if the window rule calls it sublinear, the rule
+    cannot tell, and the check may not decide the verdict."""
+    a, checks = _checks([_varying(GOOD_REGRET, GOOD_REWARD), *_stationary(0.4, control_drop=0.4)])
+    check = checks["sublinear-regret"]
+    assert check.verdict == "supported" and check.control["verdict"] == "supported"
+    assert "uninformative" in check.evidence
+    assert a.verdict == "inconclusive"
+
+
+def test_a_missing_control_leaves_the_sublinear_check_inconclusive() -> None:
+    a, checks = _checks([_varying(GOOD_REGRET, GOOD_REWARD), *_stationary(0.4, control=False)])
+    assert checks["sublinear-regret"].verdict == "inconclusive" and a.verdict == "inconclusive"
+
+
+def test_the_window_rule_uses_the_seed_as_unit() -> None:
+    from icml24.bandits.negucb.reproduce import window_decision
+
+    d = window_decision(_stationary(0.4, n_seeds=5, n=7), "negucb")
+    assert d is not None and d.n == 5 and d.verdict == "supported"
+    assert window_decision(_stationary(0.4, n_seeds=1), "negucb") is None
 
 
 def test_a_baseline_with_lower_regret_refutes() -> None:
     worse = dict(GOOD_REGRET, linear_ucb=60)
-    a, checks = _checks([_varying(worse, GOOD_REWARD), _stationary(0.7)])
+    a, checks = _checks([_varying(worse, GOOD_REWARD), *_stationary(0.4)])
     assert checks["regret-below-baselines"].verdict == "not_supported" and a.verdict == "not_supported"
 
 
 def test_a_baseline_with_better_deals_refutes() -> None:
     richer = dict(GOOD_REWARD, conceder=240)
-    a, checks = _checks([_varying(GOOD_REGRET, richer), _stationary(0.7)])
+    a, checks = _checks([_varying(GOOD_REGRET, richer), *_stationary(0.4)])
     assert checks["better-deals"].verdict == "not_supported" and a.verdict == "not_supported"
 
 
 def test_the_ablation_winning_refutes_the_hidden_state_claim() -> None:
     better_ablation = dict(GOOD_REGRET, no_hidden=70)
-    _, checks = _checks([_varying(better_ablation, GOOD_REWARD), _stationary(0.7)])
+    _, checks = _checks([_varying(better_ablation, GOOD_REWARD), *_stationary(0.4)])
     assert checks["hidden-state-helps"].verdict == "not_supported"
 
 
@@ -134,7 +172,7 @@ def test_equal_regret_and_few_trials_is_inconclusive() -> None:
     varying = _varying(tie, GOOD_REWARD, n=4, spread=1.0)
     # the ablation's trials are NegUCB's in reverse order: paired differences with mean exactly 0
     varying.metrics["regret_no_hidden"] = varying.metrics["regret_negucb"][::-1]
-    a, checks = _checks([varying, _stationary(0.99, n=4)])
+    a, checks = _checks([varying, *_stationary(0.76, n_seeds=2)])
     assert checks["hidden-state-helps"].verdict == "inconclusive"
     assert checks["sublinear-regret"].verdict == "inconclusive"
     assert a.verdict == "inconclusive"

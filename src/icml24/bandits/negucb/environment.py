@@ -176,6 +176,7 @@ class NegotiationEnv:
         value = self.own_utility_ * g
         chosen = value[self._rows, bids]
         regret = value.max(axis=1) - chosen
+        self.expected_reward_ = chosen  # U(S_t) g_t(S_t): the proposal's expected reward (common-reference regret)
         accepted = self._uniforms[:, self.round_] < g[self._rows, bids]
         utility = self.own_utility_[self._rows, bids]
         reward = np.where(accepted, utility, 0.0)
