@@ -102,9 +102,9 @@ def _stationary(drop: float, control_drop: float = 1.0, *, n_seeds: int = 6, n: 
 
 
 GOOD_REGRET = {"negucb": 100, "no_hidden": 140, "eps_greedy": 150, "linear_ucb": 130, "boulware": 300,
-               "conceder": 250, "random": 260, "oracle": 0.0}  # fmt: skip
+               "conceder": 250, "random": 260, "greedy": 110, "oracle": 0.0}  # fmt: skip
 GOOD_REWARD = {"negucb": 200, "no_hidden": 180, "eps_greedy": 170, "linear_ucb": 185, "boulware": 60,
-               "conceder": 80, "random": 70, "oracle": 300}  # fmt: skip
+               "conceder": 80, "random": 70, "greedy": 190, "oracle": 300}  # fmt: skip
 
 
 def _checks(results):

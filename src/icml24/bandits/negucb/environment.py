@@ -177,6 +177,7 @@ class NegotiationEnv:
         chosen = value[self._rows, bids]
         regret = value.max(axis=1) - chosen
         self.expected_reward_ = chosen  # U(S_t) g_t(S_t): the proposal's expected reward (common-reference regret)
+        self.accept_probability_ = g[self._rows, bids]  # g_t(S_t), for diagnostics
         accepted = self._uniforms[:, self.round_] < g[self._rows, bids]
         utility = self.own_utility_[self._rows, bids]
         reward = np.where(accepted, utility, 0.0)

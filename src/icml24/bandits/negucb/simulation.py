@@ -29,6 +29,8 @@ class NegotiationRun:
         deal_utility: the sum of own utility over the deals, per trial.
         expected_reward: per-round expected reward ``U(S_t) g_t(S_t)`` of the proposal, (n_trials, horizon); the
             common-reference regret of an agent is the oracle run's expected reward minus this, round by round.
+        accept_probability: the opponent's true acceptance probability ``g_t(S_t)`` of each proposal,
+            (n_trials, horizon).
     """
 
     regret: np.ndarray
@@ -37,6 +39,7 @@ class NegotiationRun:
     deals: np.ndarray
     deal_utility: np.ndarray
     expected_reward: np.ndarray
+    accept_probability: np.ndarray
 
     @property
     def cumulative(self) -> np.ndarray:
@@ -89,13 +92,15 @@ def simulate(
     regret = np.empty((n_trials, horizon))
     reward = np.empty((n_trials, horizon))
     expected = np.empty((n_trials, horizon))
+    accept = np.empty((n_trials, horizon))
     # One BLAS thread: the per-round products are small (trials x candidates x features), where a thread pool
     # only adds overhead (100x slower on a loaded machine) and changes the last bits of reductions.
     with threadpool_limits(1):
         for t in range(horizon):  # the loop is over rounds only; trials are the arrays' first axis
             bids = agent.select(obs)
             accepted, reward[:, t], regret[:, t], nxt = env.step(bids)
-            expected[:, t] = env.expected_reward_
+            expected[:, t], accept[:, t] = env.expected_reward_, env.accept_probability_
             agent.update(obs, bids, accepted)
             obs = nxt
-    return NegotiationRun(regret, reward, env.episodes_.copy(), env.deals_.copy(), env.deal_utility_.copy(), expected)
+    return NegotiationRun(regret, reward, env.episodes_.copy(), env.deals_.copy(), env.deal_utility_.copy(), expected,
+                          accept)  # fmt: skip
