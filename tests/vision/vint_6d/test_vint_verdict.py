@@ -25,7 +25,10 @@ def _metrics(auc: dict[str, list[float]]) -> dict:
         for lv, a in zip(LEVELS, values):
             k = f"{variant}/occ{round(100 * lv)}"
             m[f"{k}/auc"] = a
-            for extra in ("acc_005d", "adds_mm", "rot_deg", "trans_mm"):
+            m[f"{k}/auc_d10"] = 1.0 - 10 * (1.0 - a)  # the same ADD-S on a ten times shorter threshold
+            m[f"{k}/trans_mm"] = 100 * (1.0 - a)  # the AUC up to 0.1 m is about 1 - mean ADD-S / 0.1 m
+            m[f"{k}/rot_deg"] = 300 * (1.0 - a)
+            for extra in ("acc_005d", "adds_mm"):
                 m[f"{k}/{extra}"] = 1.0
     for lv in LEVELS:
         m[f"occ{round(100 * lv)}/occlusion_measured"] = lv
@@ -140,3 +143,16 @@ def test_jobs_per_scale():
     assert len(REPRODUCTION.jobs("smoke")) == 1
     assert len(REPRODUCTION.jobs("quick")) == DEFAULT_SEEDS["quick"]
     assert len(REPRODUCTION.jobs("full")) == 3 * DEFAULT_SEEDS["full"]
+
+
+def test_translation_and_rotation_gains_are_reported_beside_the_auc():
+    a = analyze(_results(_paper_gain), "quick")
+    for cid in ("fusion-gain-trans_mm", "fusion-gain-rot_deg", "fusion-gain-auc_d10"):
+        c = _check(a, cid)
+        assert c.decisive is False and c.verdict == "supported" and c.effect > 0
+    # the translation reduction is the AUC gain in mm (AUC up to 0.1 m = 1 - ADD-S / 100 mm here)
+    gain = _check(a, "fusion-beats-vision").effect
+    assert _check(a, "fusion-gain-trans_mm").effect == pytest.approx(100 * gain, rel=1e-6)
+    assert "fusion-gain-trans_mm" not in a.decided_by
+    worse = analyze(_results(lambda lv: -0.05), "quick")
+    assert _check(worse, "fusion-gain-trans_mm").verdict == "not_supported"

@@ -293,6 +293,31 @@ class ObjectShape:
         inside = np.minimum(d.max(axis=1), 0.0)
         return outside + inside
 
+    def surface_distance(self, points: object) -> np.ndarray:
+        """Exact unsigned distance of object-frame points to the surface, metres: ``|signed_distance|`` for the
+        cylinder and the box (exact there); for the ellipsoid the distance to the closest surface point
+        ``x_i = s_i^2 y_i / (t + s_i^2)``, with ``t`` the root of ``sum_i (s_i y_i / (t + s_i^2))^2 = 1`` on
+        ``(-min s^2, |s y|]`` found by bisection in ``t + min s^2`` (Eberly's construction, to float precision). The distance of
+        ADD-S to the exact model (:func:`pose_metrics`): points on the surface score 0."""
+        p = _as_points("points", points)
+        if self.kind != "ellipsoid":
+            return np.abs(self.signed_distance(p))
+        s = np.asarray(self.size)
+        # |p| by the octant symmetry; a component of exactly 0 is nudged to a tiny positive value, so that the
+        # root exists on the open interval and the bisection reaches the degenerate (axis-plane) limit.
+        y = np.maximum(np.abs(p), 1e-15)
+        s2 = s**2
+        gap = s2 - s2.min()  # t + s_i^2 = u + gap_i with u = t + min s^2 > 0: exact near the degenerate limit
+        lo = np.zeros(len(y))
+        hi = np.linalg.norm(s * y, axis=1) + s2.min()
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            f = (((s * y) / (mid[:, None] + gap)) ** 2).sum(1) - 1.0
+            lo, hi = np.where(f > 0, mid, lo), np.where(f > 0, hi, mid)
+        u = 0.5 * (lo + hi)
+        x = s2 * y / (u[:, None] + gap)
+        return np.linalg.norm(y - x, axis=1)
+
     def lowest_extent(self, rotation: np.ndarray) -> float:
         """How far the rotated object reaches below its centre along -z (support function), metres."""
         r = np.asarray(rotation, float)
@@ -317,7 +342,15 @@ class ObjectShape:
 def pose_metrics(shape: ObjectShape, rotations: np.ndarray, translations: np.ndarray, rotations_gt: np.ndarray,
                  translations_gt: np.ndarray, *, model_points: int = 300) -> dict[str, np.ndarray]:  # fmt: skip
     """Per-sample ADD, ADD-S, rotation error (degrees; modulo the object's listed symmetries) and translation
-    error for a batch of estimated poses, shapes ``(n, 3, 3)`` and ``(n, 3)``."""
+    error for a batch of estimated poses, shapes ``(n, 3, 3)`` and ``(n, 3)``.
+
+    ADD-S (PoseCNN / PVN3D, the paper's section 5) is the mean over ``model_points`` surface points ``x_i`` of the
+    distance from ``R* x_i + t*`` to the *exact* surface of the object under the estimated pose
+    (:meth:`ObjectShape.surface_distance`), the limit of ``mean_i min_j ||(R* x_i + t*) - (R x_j + t)||`` as the
+    points ``x_j`` fill the surface. With the same few hundred points for ``x_j`` (:func:`adds_distance`), a pose
+    exact up to the object's symmetry would score the points' spacing (3.5 mm for 300 points on the 8 cm cylinder)
+    instead of 0. ADD keeps the corresponding points.
+    """
     if not isinstance(shape, ObjectShape):
         raise TypeError(f"shape must be an ObjectShape, got {type(shape).__name__}")
     pts = shape.surface_points(model_points, seed=12345)
@@ -333,11 +366,9 @@ def pose_metrics(shape: ObjectShape, rotations: np.ndarray, translations: np.nda
     est = np.einsum("nij,pj->npi", r, pts) + t[:, None, :]
     gt = np.einsum("nij,pj->npi", rg, pts) + tg[:, None, :]
     add = np.linalg.norm(est - gt, axis=2).mean(axis=1)
-    adds = np.empty(r.shape[0])
-    for i in range(0, r.shape[0], 64):
-        g, e = gt[i: i + 64] - tg[i: i + 64, None], est[i: i + 64] - tg[i: i + 64, None]  # centred: no cancellation
-        d2 = (g**2).sum(-1)[:, :, None] + (e**2).sum(-1)[:, None, :] - 2 * np.einsum("npi,nqi->npq", g, e)
-        adds[i: i + 64] = np.sqrt(np.maximum(d2.min(axis=2), 0.0)).mean(axis=1)
+    # the true model points in the estimated object frame: R^T (R* x_i + t* - t)
+    local = np.einsum("nij,npi->npj", r, gt - t[:, None, :])
+    adds = shape.surface_distance(local.reshape(-1, 3)).reshape(local.shape[:2]).mean(axis=1)
     syms = shape.symmetries()
     if shape.kind == "cylinder":
         # the spin about the axis is free: the angle between the axes, modulo the flip.

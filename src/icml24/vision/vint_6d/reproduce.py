@@ -9,8 +9,10 @@ Setting (notes section 6): VinT-mini samples from MuJoCo (:mod:`icml24.vision.vi
 one job generates its own training grasps (each rendered at one random occlusion level) and test grasps (each
 rendered at every level: paired across levels), then trains VinT-Net (fusion), the vision-only and the touch-only
 variant on the same samples with the same optimiser, epochs and data order, and scores them on the same test
-samples: ADD(S) AUC up to 10% of the object's diameter (ADD-S, every primitive being symmetric), accuracy at
-5% of the diameter, rotation and translation errors, per occlusion level.
+samples: the ADD(S) AUC of PoseCNN / PVN3D (the accuracy-vs-threshold curve integrated up to 0.1 m, the scale of
+the paper's numbers; ADD-S, every primitive being symmetric, measured against the exact surface), the AUC up to 10%
+of the object's diameter beside it, accuracy at 5% of the diameter, rotation and translation errors, per occlusion
+level.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ _SCALE_CFG = {
 }
 TRAIN = {"batch_size": 64, "lr": 5e-3}
 """Adam with cosine decay for every variant."""
+AUC_MAX_M = 0.1
+"""The upper end of the ADD(S) AUC's threshold range, metres: PoseCNN's and PVN3D's ``cal_auc(add_dis,
+max_dis=0.1)``, on which VinT-Net builds; the paper's AUCs (93.31 for the tomato can with vision only at 20%
+occlusion, a mean ADD-S of about 7 mm) are on this scale. The AUC up to 10% of the diameter is reported beside it."""
 
 
 def _level_key(level: float) -> str:
@@ -92,7 +98,7 @@ def run_job(config: dict, seed: int) -> dict:
     syms = np.stack(shape.symmetries())
     center = tuple(float(x) for x in train.translation.mean(0))
     tcfg = TrainConfig(epochs=config["epochs"], **TRAIN)
-    threshold = 0.1 * shape.diameter
+    threshold = 0.1 * shape.diameter  # the 10%-of-diameter AUC, reported beside the paper's 0.1 m one
     for variant in VARIANTS:
         torch.manual_seed(seed * 7 + obj_id)
         net = VintNet(num_keypoints=len(kp), modalities=variant, center=center)
@@ -106,7 +112,8 @@ def run_job(config: dict, seed: int) -> dict:
         for level in levels:
             sel = np.isclose(test.occlusion_target, level)
             k = f"{variant}/{_level_key(level)}"
-            out[f"{k}/auc"] = accuracy_auc(m["adds"][sel], threshold)
+            out[f"{k}/auc"] = accuracy_auc(m["adds"][sel], AUC_MAX_M)
+            out[f"{k}/auc_d10"] = accuracy_auc(m["adds"][sel], threshold)
             out[f"{k}/acc_005d"] = float(np.mean(m["adds"][sel] < 0.05 * shape.diameter))
             out[f"{k}/adds_mm"] = 1000 * float(np.mean(m["adds"][sel]))
             out[f"{k}/rot_deg"] = float(np.mean(m["rot_err_deg"][sel]))
@@ -129,14 +136,15 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
 ALPHA = 0.05
 """Family-wise level of the two decisive tests (Holm-corrected)."""
 EQUIV_MARGIN = 0.01
-"""A fusion gain shown within ±0.01 ADD(S) AUC (TOST) counts as no gain: a third of the paper's smallest reported
-gain (+3.11 AUC points)."""
+"""A fusion gain shown within ±0.01 ADD(S) AUC (0.1 m scale; TOST) counts as no gain: a third of the paper's smallest
+reported gain (+3.11 AUC points), i.e. about 1 mm of mean ADD-S."""
 FLAT_MARGIN = 0.05
-"""A slope of the gain in the occlusion level shown within ±0.05 AUC per unit occlusion (TOST) counts as no
-widening: the gain would change by less than 2 AUC points from 20% to 60% occlusion; the paper's tomato-can
-numbers give +0.23 per unit (gain 1.45 points at 20%, 8.38 at 50%)."""
+"""A slope of the gain in the occlusion level shown within ±0.05 AUC (0.1 m scale) per unit occlusion (TOST) counts
+as no widening: the gain would change by less than 2 AUC points (2 mm of ADD-S) from 20% to 60% occlusion; the
+paper's tomato-can numbers give +0.23 per unit (gain 1.45 points at 20%, 8.38 at 50%)."""
 PAPER_GAIN_20 = 0.0145
-"""The paper's fusion gain at 20% occlusion (tomato soup can, ADD(S) AUC as a fraction; 2nd-hand numbers)."""
+"""The paper's fusion gain at 20% occlusion (tomato soup can, ADD(S) AUC up to 0.1 m as a fraction; 2nd-hand
+numbers), about 1.45 mm of mean ADD-S."""
 PAPER_SLOPE = (0.0838 - 0.0145) / 0.3
 """The paper's growth of the gain per unit occlusion (20% -> 50%)."""
 
@@ -283,7 +291,8 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
     objects = [o for o in OBJECTS if o in col]
     tables: list[Table] = []
     figures: list[Figure] = []
-    metrics = (("auc", "ADD(S) AUC (<= 10% diameter)"), ("acc_005d", "accuracy at ADD-S < 5% diameter"),
+    metrics = (("auc", "ADD(S) AUC (<= 0.1 m)"), ("auc_d10", "ADD(S) AUC (<= 10% diameter)"),
+               ("acc_005d", "accuracy at ADD-S < 5% diameter"),
                ("adds_mm", "ADD-S (mm)"), ("rot_deg", "rotation error (deg)"), ("trans_mm", "translation error (mm)"))  # fmt: skip
     for obj in objects:
         o = col[obj]
@@ -299,7 +308,8 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                                                 for m, _ in metrics)])  # fmt: skip
         tables.append(Table(f"{obj}: pose accuracy per occlusion level (mean ± std over seeds)",
                             ["target occlusion", "measured occlusion", "variant", *(lab for _, lab in metrics)], rows,
-                            note="ADD-S is the metric of every primitive (all are symmetric), so ADD(S) = ADD-S; "
+                            note="ADD-S is the metric of every primitive (all are symmetric), so ADD(S) = ADD-S, "
+                                 "measured against the exact surface; "
                                  "rotation error modulo the object's symmetries; test grasps are rendered at every "
                                  "level (paired across levels)."))  # fmt: skip
     if col:
@@ -309,7 +319,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             if avg:
                 rows.append([LABELS[variant], fmt_mean_std(list(avg.values())),
                              *(fmt_mean_std(list(per_seed(col, variant, "auc", lv).values())) for lv in levels)])  # fmt: skip
-        tables.insert(0, Table(f"ADD(S) AUC averaged over {len(objects)} object(s) (mean ± std over seeds)",
+        tables.insert(0, Table(f"ADD(S) AUC (<= 0.1 m) averaged over {len(objects)} object(s) (mean ± std over seeds)",
                                ["variant", "mean over levels", *(f"{round(100 * lv)}% occlusion" for lv in levels)],
                                rows))  # fmt: skip
         o0 = col[objects[0]]
@@ -339,7 +349,7 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                 sd.append(np.std(vals, ddof=1) if len(vals) > 1 else 0.0)
             ax[0][0].errorbar(np.array(levels) * 100, mu, yerr=sd, marker="o", capsize=3, label=LABELS[variant])
         ax[0][0].set_xlabel("target occlusion of the object (%)")
-        ax[0][0].set_ylabel("ADD(S) AUC (<= 10% diameter)")
+        ax[0][0].set_ylabel("ADD(S) AUC (<= 0.1 m)")
         ax[0][0].legend(fontsize=7)
         figures.append(Figure("ADD(S) AUC vs occlusion (mean over objects; error bars: ± std over seeds)",
                               figure_png(fig)))  # fmt: skip
@@ -352,6 +362,21 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                               effect_name=f"mean paired AUC difference (VinT-Net - vision only) at {round(100 * lv)}%")
                       .to_check(id=f"fusion-vs-vision-{round(100 * lv)}", decisive=False,
                                 claim=f"VinT-Net beats vision only at {round(100 * lv)}% occlusion"))  # fmt: skip
+    for metric, what, unit in (("trans_mm", "translation error", "mm"), ("rot_deg", "rotation error", "deg"),
+                               ("auc_d10", "ADD(S) AUC up to 10% of the diameter", "")):  # fmt: skip
+        f, v = _pair(per_seed(col, "fusion", metric), per_seed(col, "vision", metric))
+        if len(f) < 2:
+            continue
+        if metric == "auc_d10":
+            d = compare(f, v, paired=True, alternative="greater", alpha=ALPHA,
+                        effect_name=f"mean paired difference in the {what} (VinT-Net - vision only)")  # fmt: skip
+        else:
+            d = compare(v, f, paired=True, alternative="greater", alpha=ALPHA,
+                        effect_name=f"mean paired {what} reduction, {unit} (vision only - VinT-Net), averaged over "
+                                    "levels and objects")  # fmt: skip
+        checks.append(d.to_check(id=f"fusion-gain-{metric}", decisive=False,
+                                 claim=f"VinT-Net lowers the {what} of vision only" if metric != "auc_d10"
+                                 else f"VinT-Net raises the {what} over vision only"))  # fmt: skip
     if levels:
         lo = levels[0]
         t_, v_ = _pair(per_seed(col, "touch", "auc", lo), per_seed(col, "vision", "auc", lo))
@@ -419,7 +444,9 @@ REPRODUCTION = Reproduction(
         "mean-shift voting from the mean, K = 4 axis keypoints (cylinder) / 8 corners (box) / 6 axis tips "
         "(ellipsoid) plus the centre; no segmentation head; symmetric objects trained with a loss minimised over "
         "their symmetries; Adam 5e-3, 15 epochs, batch 64.",
-        "Every primitive is symmetric, so ADD(S) is ADD-S throughout (the paper uses ADD for asymmetric objects).",
+        "Every primitive is symmetric, so ADD(S) is ADD-S throughout (the paper uses ADD for asymmetric objects); "
+        "ADD-S is measured against the exact surface of the primitive (the limit of the nearest-neighbour ADD-S as "
+        "the model points fill the surface), so a symmetry-equivalent pose scores 0.",
         "The effect sizes for the power analysis are the paper's tomato-can numbers as quoted by 2nd-hand summaries "
         "(the PMLR full text was not available to us).",
     ),
