@@ -20,6 +20,10 @@ def test_tiny_run_has_every_metric_and_analyzes():
     assert m["base/offset_abs_mean"] == 0.0 and m["full/offset_abs_mean"] > 0  # SCE offsets are non-zero
     assert m["speed/optimisation_time_ratio"] > 1  # even 5 optimisation steps cost more than one pass
     assert m["speed/curve_steps"] == [1, 2, 5]
+    assert m["speed/censored"] in (0, 1) and 1 <= m["speed/steps_to_direct_accuracy"] <= m["speed/budget_steps"]
+    if m["speed/censored"]:
+        assert m["speed/steps_to_direct_accuracy"] == m["speed/budget_steps"] == 8
+    assert m["speed/equal_quality_ratio_cpu"] > 0 and m["speed/step_over_direct_cpu"] > 0
     a = analyze([JobResult(job, "ok", m)], "smoke")
     assert a.verdict in ("inconclusive", "not_supported")  # one seed cannot support anything
     assert {c.id for c in a.checks if c.decisive} == {"speed-orders-of-magnitude", "reg-multiview-consistency",

@@ -16,7 +16,7 @@ surface (``L_loc + 0.5 L_normal`` on points and virtual normals lifted from the 
 * Losses (:mod:`.losses`): :func:`generator_adversarial_loss`, :func:`discriminator_loss`, :func:`r1_penalty`,
   :func:`contrastive_loss`, :func:`offset_penalty`.
 * Training (:mod:`.training`): :func:`pretrain_semantic_encoders`, :func:`train_attribute_classifier`,
-  :func:`train_e3facenet` (:class:`GANConfig`), :func:`evaluate_generator`, :func:`optimise_style_codes` (the
+  :func:`train_e3facenet` (:class:`GANConfig`), :func:`evaluate_generator`, :func:`optimise_style_codes` / :class:`StyleCodeOptimiser` (the
   optimisation baseline), :func:`time_direct_generation`.
 """
 
@@ -62,6 +62,7 @@ from icml24.vision.e3_facenet.training import (
     EVAL_YAWS,
     GANConfig,
     SemanticEncoders,
+    StyleCodeOptimiser,
     TrainedGenerator,
     evaluate_generator,
     optimise_style_codes,
@@ -102,6 +103,7 @@ __all__ = [
     "geometric_regularization",
     "make_tokenizer",
     "offset_penalty",
+    "StyleCodeOptimiser",
     "optimise_style_codes",
     "parse_caption",
     "point_map",

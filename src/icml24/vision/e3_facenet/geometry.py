@@ -166,14 +166,21 @@ def reprojection_error(
     *,
     camera,
     mask: torch.Tensor | None = None,
+    target_depth: torch.Tensor | None = None,
+    depth_tolerance: float = 0.05,
 ) -> torch.Tensor:
     """Per-image multi-view consistency: mean ``|I_s(u) - I_t(pi_t(P_s(u)))|`` over the source's pixels.
 
     Each source pixel is lifted to ``P_s(u) = o + d_s(u) r(u)`` with its depth (ray length), projected into the
     target camera and the target image is sampled there (bilinear); the error is averaged over the pixels with
-    ``mask > 0.5`` (e.g. the opacity: the face, not the background) that land inside the target image. For renders of
-    one Lambertian scene under a light fixed in the world with their true depth it is near zero (up to sampling);
-    a generator whose images do not follow the camera, or whose depth does not match its image, scores higher.
+    ``mask > 0.5`` (e.g. the opacity: the face, not the background) that land inside the target image and, given
+    ``target_depth``, are *visible* there: the target's depth sampled at the projection (bilinear, ray length)
+    must equal the point's distance from the target camera to within ``depth_tolerance``. Without that test a
+    point hidden in the target view (the far side of the head, or a silhouette pixel whose depth mixes face and
+    background) is compared with whatever occludes it, so even the true geometry scores well above 0. For renders
+    of one Lambertian scene under a light fixed in the world with their true depths it is near zero (up to
+    sampling); a generator whose images do not follow the camera, or whose depth does not match its image, scores
+    higher.
 
     Args:
         source_image, target_image: ``(B, C, R, R)``.
@@ -181,6 +188,8 @@ def reprojection_error(
         source_yaw, target_yaw: ``(B,)`` camera yaws (the toy cameras of :func:`camera_rays`).
         camera: the :class:`~icml24.vision.e3_facenet.faces.CameraSpec`.
         mask: ``(B, R, R)`` weights of the source pixels to score (all pixels if None).
+        target_depth: ``(B, R, R)`` ray lengths of the target pixels, for the visibility test (none if None).
+        depth_tolerance: the largest depth disagreement (world units) at which a point counts as visible.
 
     Returns:
         ``(B,)`` mean absolute colour difference (NaN for an image with no scored pixel).
@@ -203,6 +212,13 @@ def reprojection_error(
     if mask is not None and (not isinstance(mask, torch.Tensor) or mask.shape != (b, r, r)
                              or not bool(torch.isfinite(mask).all())):  # fmt: skip
         raise ValueError(f"mask must be None or a finite tensor of shape {(b, r, r)}")
+    if target_depth is not None:
+        if not isinstance(target_depth, torch.Tensor) or target_depth.shape != (b, r, r):
+            raise ValueError(f"target_depth must be None or a tensor of shape {(b, r, r)}")
+        _check_tensor("target_depth", target_depth, 3)
+    if isinstance(depth_tolerance, bool) or not isinstance(depth_tolerance, (int, float)) \
+            or not math.isfinite(depth_tolerance) or not depth_tolerance > 0:
+        raise ValueError(f"depth_tolerance must be a positive number, got {depth_tolerance!r}")
     if not hasattr(camera, "fov_degrees") or not hasattr(camera, "radius"):
         raise TypeError(f"camera must be a CameraSpec, got {type(camera).__name__}")
     o, d = camera_rays(source_yaw.to(source_depth.dtype), resolution=r, camera=camera)
@@ -221,5 +237,10 @@ def reprojection_error(
     sampled = torch.nn.functional.grid_sample(target_image, grid, mode="bilinear", align_corners=False)
     inside = ((u.abs() <= 1) & (v.abs() <= 1)).reshape(b, r, r).float()
     weight = inside * ((mask > 0.5).float() if mask is not None else 1.0)
+    if target_depth is not None:
+        seen = torch.nn.functional.grid_sample(target_depth[:, None].to(pts.dtype), grid, mode="bilinear",
+                                               align_corners=False)[:, 0]  # fmt: skip
+        dist = rel.norm(dim=-1).reshape(b, r, r)
+        weight = weight * ((seen - dist).abs() <= depth_tolerance).float()
     err = (sampled - source_image).abs().mean(1)
     return (err * weight).sum((1, 2)) / weight.sum((1, 2))

@@ -47,15 +47,16 @@ LABELS = {
     "full": "E3-FaceNet (L_reg + SCE)",
 }
 OPT_CHECKPOINTS = (1, 2, 5, 10, 20, 50, 100, 200)
-"""Optimisation steps after which the baseline's codes are evaluated (outside the timed region)."""
+"""Optimisation steps at which the baseline's accuracy is recorded for the curve (it is also read after every step
+until it first matches the direct method's accuracy; all evaluations lie outside the timed region)."""
 
 _SCALE_CFG = {
     "smoke": {"gan_steps": 4, "encoder_steps": 20, "batch_size": 8, "prompts": 8, "speed_prompts": 4,
-              "opt_steps": 5, "variants": ["base", "full"]},
+              "opt_steps": 5, "opt_budget": 8, "timing_rounds": 2, "variants": ["base", "full"]},
     "quick": {"gan_steps": 80, "encoder_steps": 80, "batch_size": 32, "prompts": 48, "speed_prompts": 16,
-              "opt_steps": 200, "variants": ["base", "reg", "sce", "full"]},
+              "opt_steps": 200, "opt_budget": 600, "timing_rounds": 9, "variants": ["base", "reg", "sce", "full"]},
     "full": {"gan_steps": 160, "encoder_steps": 120, "batch_size": 32, "prompts": 64, "speed_prompts": 16,
-             "opt_steps": 200, "variants": ["base", "reg", "sce", "full"]},
+             "opt_steps": 200, "opt_budget": 600, "timing_rounds": 9, "variants": ["base", "reg", "sce", "full"]},
 }  # fmt: skip
 
 
@@ -99,7 +100,11 @@ def run_seed(config: dict, seed: int) -> dict:
         out[f"{v}/d_loss_first"], out[f"{v}/d_loss_last"] = tg.history["d_loss"][0], tg.history["d_loss"][-1]
         out[f"{v}/clip_first"], out[f"{v}/clip_last"] = tg.history["clip"][0], tg.history["clip"][-1]
 
-    # ---- speed: one-pass five-view generation vs per-prompt optimisation, side by side in this process
+    # ---- speed at equal quality: the optimisation's steps until it matches the direct method's five-view accuracy
+    # (censored at the budget), priced by per-step and per-pass CPU times measured interleaved in this process.
+    from icml24.common.timing import interleaved_times, load_1min
+    from icml24.vision.e3_facenet.training import StyleCodeOptimiser
+
     direct_model = trained["full" if "full" in trained else config["variants"][-1]].ema
     opt_model = trained["base"].ema
     p = config["speed_prompts"]
@@ -112,9 +117,6 @@ def run_seed(config: dict, seed: int) -> dict:
         pred = judge.predict(images.flatten(0, 1)).reshape(len(EVAL_YAWS), p, -1)
         return float((pred == attrs[None]).float().mean())
 
-    # Timings on a shared, loaded machine: medians (20 repeats of the direct pass; the optimisation's median step
-    # times its step count), so that a burst of another process's load does not decide a ratio.
-    direct_seconds = time_direct_generation(direct_model, enc.text, caps, seed=seed, repeats=20)
     z = torch.randn(p, direct_model.config.z_dim, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         direct_images = torch.stack([direct_model(z, torch.full((p,), y), text).image for y in EVAL_YAWS])
@@ -124,46 +126,61 @@ def run_seed(config: dict, seed: int) -> dict:
         with torch.no_grad():
             return torch.stack([opt_model.synthesis(w, torch.full((p,), y)).image for y in EVAL_YAWS])
 
+    fixed, budget = int(config["opt_steps"]), int(config["opt_budget"])
+    checkpoints = {c for c in OPT_CHECKPOINTS if c <= fixed} | {fixed}
     curve: dict[int, float] = {}
-    steps = config["opt_steps"]
-    checkpoints = {c for c in OPT_CHECKPOINTS if c <= steps} | {steps}
+    reached: list[int] = []
 
-    def callback(step: int, w: torch.Tensor) -> None:
-        if step in checkpoints:
-            curve[step] = five_view_accuracy(render_views(w))
+    def callback(step: int, w: torch.Tensor) -> bool:
+        if not reached or step in checkpoints:
+            acc = five_view_accuracy(render_views(w))
+            if step in checkpoints:
+                curve[step] = acc
+            if not reached and acc >= direct_acc:
+                reached.append(step)
+        return bool(reached) and step >= fixed  # stop once matched and past the fixed-step comparison
 
-    w, step_times = optimise_style_codes(opt_model, enc.image, text, steps=steps, seed=seed, callback=callback)
-    renders = []
-    for _ in range(5):
-        t1 = time.perf_counter()
-        render_views(w)
-        renders.append(time.perf_counter() - t1)
-    render_seconds = float(np.median(renders))
-    step_seconds = float(np.median(step_times))
-    cum = step_seconds * np.arange(1, steps + 1)
-    opt_seconds = float(cum[-1]) + render_seconds
-    out["speed/optimisation_step_seconds_median"] = step_seconds
-    out["speed/optimisation_wall_seconds_sum"] = float(np.sum(step_times)) + render_seconds
+    w, _ = optimise_style_codes(opt_model, enc.image, text, steps=max(budget, fixed), seed=seed, callback=callback)
+    n_steps = reached[0] if reached else budget  # censored at the budget: a lower bound on the steps needed
+
+    # CPU times of a direct five-view pass, one optimisation step and a five-view render, interleaved in rounds
+    # (a throwaway optimiser, so the timed steps are the same operations as the run's); per-round ratios.
+    stepper = StyleCodeOptimiser(opt_model, enc.image, text, seed=seed + 1)
+    times = interleaved_times({
+        "direct": lambda: time_direct_generation(direct_model, enc.text, caps, seed=seed, repeats=1),
+        "step": stepper.step,
+        "render": lambda: render_views(w),
+    }, rounds=int(config["timing_rounds"]), warmup=1)  # fmt: skip
+
+    def ratios(clock: str, steps: int) -> list[float]:
+        d, st, rd = (np.asarray(getattr(times[k], clock)) for k in ("direct", "step", "render"))
+        return list((steps * st + rd) / d)
+
+    eq_cpu, eq_wall = float(np.median(ratios("cpu", n_steps))), float(np.median(ratios("wall", n_steps)))
+    fixed_cpu = float(np.median(ratios("cpu", fixed)))
+    direct_cpu = times["direct"].cpu_median
+    step_cpu, render_cpu = times["step"].cpu_median, times["render"].cpu_median
     out.update({
         "speed/prompts": p,
-        "speed/direct_seconds_per_prompt": direct_seconds / p,
-        "speed/optimisation_seconds_per_prompt": opt_seconds / p,
-        "speed/optimisation_time_ratio": opt_seconds / direct_seconds,
-        "speed/log10_time_ratio": math.log10(opt_seconds / direct_seconds),
+        "speed/budget_steps": budget,
+        "speed/steps_to_direct_accuracy": n_steps,
+        "speed/censored": 0 if reached else 1,
+        "speed/equal_quality_ratio_cpu": eq_cpu,
+        "speed/log10_equal_quality_ratio": math.log10(eq_cpu),
+        "speed/equal_quality_ratio_wall": eq_wall,
+        "speed/step_over_direct_cpu": step_cpu / direct_cpu,
+        "speed/direct_cpu_seconds_per_prompt": direct_cpu / p,
+        "speed/direct_seconds_per_prompt": times["direct"].wall_median / p,
+        "speed/optimisation_seconds_per_prompt": (fixed * times["step"].wall_median + times["render"].wall_median) / p,
+        "speed/optimisation_time_ratio": fixed_cpu,
+        "speed/log10_time_ratio": math.log10(fixed_cpu),
         "speed/direct_accuracy": direct_acc,
-        "speed/optimisation_accuracy": curve[steps],
+        "speed/optimisation_accuracy": curve[fixed],
         "speed/curve_steps": sorted(curve),
         "speed/curve_accuracy": [curve[c] for c in sorted(curve)],
-        "speed/curve_seconds": [float(cum[c - 1]) + render_seconds for c in sorted(curve)],
+        "speed/curve_seconds": [(c * step_cpu + render_cpu) for c in sorted(curve)],
+        "speed/load_1min": load_1min() if load_1min() is not None else float("nan"),
     })  # fmt: skip
-    reached = [c for c in sorted(curve) if curve[c] >= direct_acc]
-    if reached:
-        tta = float(cum[reached[0] - 1]) + render_seconds
-        out["speed/steps_to_direct_accuracy"] = reached[0]
-        out["speed/equal_accuracy_time_ratio"] = tta / direct_seconds
-    else:  # never reached within the run's steps: the ratio is at least the full run's
-        out["speed/steps_to_direct_accuracy"] = float("nan")
-        out["speed/equal_accuracy_time_ratio"] = float("nan")
     return out
 
 
@@ -176,9 +193,9 @@ def build_jobs(scale: str, seeds: int | None) -> list[Job]:
 ALPHA = 0.05
 """Family-wise level of the three decisive tests (Holm-corrected)."""
 SPEED_BAR = 100.0
-""""Orders of magnitude" faster: at least 100x (two orders) per prompt; the paper reports 471.75x vs Latent3D."""
-PAPER_SPEED_RATIO = 471.75
-"""The paper's five-view speed-up over Latent3D (the effect at which the speed check's power is reported)."""
+""""Orders of magnitude" faster: at least 100x (two orders) per prompt at equal quality; the paper reports 471.75x
+vs Latent3D. No power is stated for the speed check: the paper's ratio is to another pipeline, and ours is set by
+how fast the toy's optimisation converges, which no paper number predicts."""
 REG_EQUIV = 0.003
 """A main effect of L_reg on the reprojection error within ±0.003 (about 5% of its size) counts as "no effect"."""
 SCE_EQUIV = 0.01
@@ -239,12 +256,16 @@ def _power_compare(effect: float, sd: float, n: int, alternative: str, alpha: fl
 
 def decisive_checks(col: dict[str, dict[int, float]], *, with_power: bool = True) -> list[ClaimCheck]:
     """The three decisive checks (Holm-corrected at family level 0.05) on per-seed metrics."""
-    from icml24.common.decide import compare, compare_to_value, holm, power
+    from icml24.common.decide import compare, compare_to_value, holm
 
-    lr = [col["speed/log10_time_ratio"][s] for s in sorted(col.get("speed/log10_time_ratio", {}))]
+    eq = col.get("speed/log10_equal_quality_ratio", {})
+    seeds = sorted(eq)
+    lr = [eq[s] for s in seeds]
+    censored = [s for s in seeds if col.get("speed/censored", {}).get(s, 0) >= 0.5]
     d_speed = compare_to_value(lr, math.log10(SPEED_BAR), alternative="greater", alpha=ALPHA,
-                               effect_name="mean over seeds of log10(optimisation time / direct time) per prompt, "
-                                           "five views")  # fmt: skip
+                               effect_name="mean over seeds of log10(CPU time of the optimisation until it matches the "
+                                           "direct method's five-view accuracy / CPU time of a direct pass), "
+                                           "censored runs at their budget")  # fmt: skip
     rx, ry = main_effect(col, "reg", "reprojection_error")
     d_reg = compare(rx, ry, paired=True, alternative="less", equivalence_margin=REG_EQUIV, alpha=ALPHA,
                     effect_name="mean paired difference in reprojection error (with L_reg - without)")  # fmt: skip
@@ -254,22 +275,33 @@ def decisive_checks(col: dict[str, dict[int, float]], *, with_power: bool = True
     pw: list[float | None] = [None, None, None]
     if with_power:
         a3 = ALPHA / 3  # Holm's strictest level: a lower bound for the decisive rule
-        sd = _sd(lr)
-        if len(lr) >= 2 and math.isfinite(sd):
-            target, n = math.log10(PAPER_SPEED_RATIO), len(lr)
-            pw[0] = power(lambda v: compare_to_value(v, 2.0, alternative="greater", alpha=a3),
-                          lambda rng: target + max(sd, 1e-3) * rng.standard_normal(n), n_sims=200, seed=1).supported  # fmt: skip
         pw[1] = _power_compare(POWER_REG_EFFECT, _sd(rx, ry), len(rx), "less", a3, REG_EQUIV)
         pw[2] = _power_compare(POWER_SCE_EFFECT, _sd(sx, sy), len(sx), "greater", a3, SCE_EQUIV)
     claims = (
         ("speed-orders-of-magnitude", "Direct text-to-3D mapping generates five views of a prompt at least 100x "
-         "(two orders of magnitude) faster than optimising a text-free generator's style code for the prompt"),
+         "(two orders of magnitude) faster than optimising a text-free generator's style code for the prompt until "
+         "it is as accurate"),
         ("reg-multiview-consistency", "The geometric regularisation lowers the reprojection error between views "
          "(multi-view consistency)"),
         ("sce-text-alignment", "The Style Code Enhancer raises the attribute accuracy of generated faces against "
          "their captions (text alignment)"),
     )
-    return [d.to_check(id=cid, claim=claim, power=p) for d, (cid, claim), p in zip(holm([d_speed, d_reg, d_sce]), claims, pw)]
+    checks = [d.to_check(id=cid, claim=claim, power=p) for d, (cid, claim), p in zip(holm([d_speed, d_reg, d_sce]), claims, pw)]
+    return [censor_speed_check(checks[0], len(censored), len(seeds)), *checks[1:]]
+
+
+def censor_speed_check(check: ClaimCheck, n_censored: int, n: int) -> ClaimCheck:
+    """A censored run (the optimisation never matched the direct accuracy within its budget) enters the speed test
+    at its budget, a lower bound on its ratio: that makes ``supported`` conservative, but a ``not_supported`` that
+    rests on lower bounds is not evidence, so with any censored run it becomes ``inconclusive``."""
+    from dataclasses import replace
+
+    note = f"; {n_censored} of {n} runs censored at the budget (their ratios are lower bounds)"
+    if n_censored and check.verdict == "not_supported":
+        return replace(check, verdict="inconclusive", outcome="undecided",
+                       evidence=check.evidence + note + ": a refutation on lower bounds is not one, so inconclusive",
+                       rule=check.rule + "; not_supported only without censored runs")  # fmt: skip
+    return replace(check, evidence=check.evidence + note, rule=check.rule + "; not_supported only without censored runs")
 
 
 def _cell(col: dict, key: str, digits: int = 3) -> str:
@@ -321,31 +353,39 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
                     effect_name=f"mean paired difference in {name} (with {who} - without)")  # fmt: skip
         reported.append(d.to_check(id=f"{factor}-{metric.replace('_', '-')}", decisive=False,
                                    claim=f"{who} {'lowers' if alt == 'less' else 'raises'} the {name}"))  # fmt: skip
-    tta = [v for v in col.get("speed/equal_accuracy_time_ratio", {}).values() if math.isfinite(v)]
-    if tta:
-        d = compare_to_value([math.log10(v) for v in tta], 2.0, alternative="greater", alpha=ALPHA,
-                             effect_name="mean log10(optimisation time to the direct method's accuracy / direct time)")  # fmt: skip
-        reported.append(d.to_check(id="speed-at-equal-accuracy", decisive=False,
-                                   claim="At equal attribute accuracy, direct generation is still at least 100x faster"))  # fmt: skip
+    fixed = [v for _, v in sorted(col.get("speed/log10_time_ratio", {}).items())]
+    if fixed:
+        d = compare_to_value(fixed, 2.0, alternative="greater", alpha=ALPHA,
+                             effect_name="mean log10(CPU time of a fixed number of optimisation steps / direct pass)")  # fmt: skip
+        reported.append(d.to_check(id="speed-at-fixed-steps", decisive=False,
+                                   claim="Direct generation is at least 100x faster than the notes' fixed 200 "
+                                   "optimisation steps (a ratio the step count sets)"))  # fmt: skip
     checks.extend(reported)
 
-    if "speed/optimisation_time_ratio" in col:
-        s = sorted(col["speed/optimisation_time_ratio"])
+    if "speed/equal_quality_ratio_cpu" in col:
+        s = sorted(col["speed/equal_quality_ratio_cpu"])
         steps = lists.get("speed/curve_steps", {})
         last = int(steps[s[0]][-1]) if steps else 200
-        rows = [[f"direct generation ({LABELS['full']})", _cell(col, "speed/direct_seconds_per_prompt", 3), "1",
-                 _cell(col, "speed/direct_accuracy"), "0"],
-                [f"optimisation baseline ({last} Adam steps on w, base synthesis)",
+        budget = int(col["speed/budget_steps"][s[0]]) if "speed/budget_steps" in col else 0
+        n_cens = int(sum(col.get("speed/censored", {}).values()))
+        rows = [[f"direct generation ({LABELS['full']})", _cell(col, "speed/direct_cpu_seconds_per_prompt", 4),
+                 _cell(col, "speed/direct_seconds_per_prompt", 4), "1", "1", _cell(col, "speed/direct_accuracy"), "0"],
+                [f"optimisation until it matches the direct accuracy (budget {budget} steps; {n_cens} of {len(s)} "
+                 "runs censored there)", "", "", _cell(col, "speed/equal_quality_ratio_cpu", 3),
+                 _cell(col, "speed/equal_quality_ratio_wall", 3), "", _cell(col, "speed/steps_to_direct_accuracy", 2)],
+                [f"optimisation, fixed {last} Adam steps on w, base synthesis", "",
                  _cell(col, "speed/optimisation_seconds_per_prompt", 3), _cell(col, "speed/optimisation_time_ratio", 3),
-                 _cell(col, "speed/optimisation_accuracy"), str(last)],
-                ["optimisation, stopped at the direct method's accuracy", "",
-                 _cell(col, "speed/equal_accuracy_time_ratio", 3), "", _cell(col, "speed/steps_to_direct_accuracy", 2)]]  # fmt: skip
+                 "", _cell(col, "speed/optimisation_accuracy"), str(last)]]  # fmt: skip
         tables.append(Table("Five-view generation per prompt, side by side in one job (mean ± std over seeds)",
-                            ["method", "seconds per prompt (5 views)", "time / direct time",
+                            ["method", "CPU seconds per prompt (5 views)", "wall seconds per prompt",
+                             "time / direct time (CPU, interleaved)", "time / direct time (wall)",
                              "five-view attribute accuracy", "optimisation steps"], rows,
-                            note="16 prompts batched for both methods, one CPU thread; the optimisation's time "
-                                 "excludes its evaluations and includes the final five-view render. A run that "
-                                 "never reaches the direct accuracy is left out of the stopped row."))  # fmt: skip
+                            note="16 prompts batched for both methods, one CPU thread. Ratios: the median over "
+                                 "rounds in which a direct pass, an optimisation step and a five-view render are timed "
+                                 "in rotation (CPU time of this process), times the steps, plus the final render; the "
+                                 "step count is load-independent. Evaluations lie outside the timed region. A run that "
+                                 "never matches the direct accuracy is counted at its budget (a lower bound). Load "
+                                 f"(1-min average) during timing: {_cell(col, 'speed/load_1min', 1)}."))  # fmt: skip
         fig, ax = new_figure()
         a = ax[0][0]
         seeds = sorted(lists.get("speed/curve_seconds", {}))
@@ -355,12 +395,12 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
             mu_t = secs.mean(0)
             mu, sd = acc.mean(0), (acc.std(0, ddof=1) if len(seeds) > 1 else np.zeros(acc.shape[1]))
             a.errorbar(mu_t, mu, yerr=sd, marker="o", ms=3, capsize=2, label="optimisation baseline (steps 1-200)")
-            dt = np.asarray([col["speed/direct_seconds_per_prompt"][k] for k in seeds])
+            dt = np.asarray([col["speed/direct_cpu_seconds_per_prompt"][k] for k in seeds])
             da = np.asarray([col["speed/direct_accuracy"][k] for k in seeds])
             a.errorbar([dt.mean()], [da.mean()], yerr=[da.std(ddof=1) if len(seeds) > 1 else 0.0], marker="*",
                        ms=10, color="C3", capsize=2, linestyle="none", label="E3-FaceNet direct")  # fmt: skip
         a.set_xscale("log")
-        a.set_xlabel("wall time per prompt, five views (s, log scale)")
+        a.set_xlabel("CPU time per prompt, five views (s, log scale)")
         a.set_ylabel("five-view attribute accuracy")
         a.legend(fontsize=7)
         figures.append(Figure("Attribute accuracy against time per prompt (mean, bars: ± std over seeds)",
@@ -372,9 +412,9 @@ def analyze(results: Sequence[JobResult], scale: str) -> Analysis:
         c = dec.get(cid)
         return "n/a" if c is None or c.effect is None else f"{c.effect:+.4f} ({c.verdict})"
 
-    ratio = col.get("speed/optimisation_time_ratio", {})
-    summary = (f"Scale {scale}, {len(ratio)} seed(s). Direct generation vs optimisation: "
-               f"{np.mean(list(ratio.values())) if ratio else float('nan'):.0f}x faster per prompt "
+    ratio = col.get("speed/equal_quality_ratio_cpu", {})
+    summary = (f"Scale {scale}, {len(ratio)} seed(s). Direct generation vs optimisation to equal accuracy: "
+               f"{np.mean(list(ratio.values())) if ratio else float('nan'):.0f}x faster per prompt (CPU) "
                f"({dec['speed-orders-of-magnitude'].verdict if 'speed-orders-of-magnitude' in dec else 'n/a'}); "
                f"L_reg on the reprojection error: {eff('reg-multiview-consistency')}; SCE on attribute accuracy: "
                f"{eff('sce-text-alignment')}.")  # fmt: skip
@@ -388,7 +428,7 @@ REPRODUCTION = Reproduction(
            "alignment."),
     build_jobs=build_jobs,
     analyze=analyze,
-    required_metrics={"variants": ("speed/log10_time_ratio", "speed/optimisation_time_ratio")},
+    required_metrics={"variants": ("speed/log10_equal_quality_ratio", "speed/censored", "speed/log10_time_ratio")},
     deviations=(
         "Data: procedural toy faces (ray-cast ellipsoid heads with hair colour, glasses, smile and skin tone, yaw in "
         "[-0.3, 0.3], no pitch) at 16x16 with template captions, instead of MM-CelebA-HQ/CelebAText-HQ photographs "
@@ -409,6 +449,9 @@ REPRODUCTION = Reproduction(
         "L_normal is the paper's smoothness of virtual normals; the released get_smooth_loss_v3 computes the normals "
         "but applies the second L1 to the point map again. The offset penalty is the code's mean |dw| (L1).",
         "The optimisation baseline optimises w of the base variant's synthesis network (text-free given w) with "
-        "Adam for 200 steps against the mini-CLIP similarity, instead of Latent3D / Describe3D / ClipFace pipelines.",
+        "Adam against the mini-CLIP similarity, instead of Latent3D / Describe3D / ClipFace pipelines; speed is "
+        "compared at equal five-view attribute accuracy (the optimisation stopped when it matches the direct "
+        "method, censored at 600 steps), in interleaved CPU time; the notes' fixed 200 steps are reported.",
+        "The reprojection error scores only the points the other view's own depth shows as visible (within 0.05).",
     ),
 )

@@ -56,6 +56,7 @@ from icml24.vision.e3_facenet.networks import (
 )
 
 __all__ = [
+    "StyleCodeOptimiser",
     "EVAL_YAWS",
     "GANConfig",
     "SemanticEncoders",
@@ -394,7 +395,8 @@ def evaluate_generator(
     * ``view_embedding_similarity``: mean cosine of the judge's embeddings over view pairs (the MVIC analogue);
     * ``reprojection_error``: mean colour difference between the frontal view and each other view after warping
       through the generated depth (:func:`~icml24.vision.e3_facenet.geometry.reprojection_error` on the face's
-      pixels, opacity > 0.5; lower: the views agree with one 3D surface); ``static_reprojection_error`` is the
+      pixels, opacity > 0.5, that the other view's own depth shows as visible; lower: the views agree with one 3D
+      surface); ``static_reprojection_error`` is the
       same with the frontal image in place of every view (what a generator that ignores the camera would score);
     * ``depth_tv``: mean total variation of the expected-depth maps (lower: smoother geometry);
     * ``embedding_fd``: Frechet distance of the judge's embeddings of the generated images to those of renders
@@ -427,19 +429,22 @@ def evaluate_generator(
     front = int(np.argmin(np.abs(np.asarray(yaws, float))))
     cam = generator.config.camera_spec
 
-    def reproj(imgs: torch.Tensor, depths: torch.Tensor, masks: torch.Tensor, static: bool = False) -> float:
+    def reproj(imgs: torch.Tensor, depths: Sequence[torch.Tensor], masks: torch.Tensor, static: bool = False) -> float:
+        # each view's own depth decides which of the frontal view's points it sees (the visibility test)
         ys = torch.full((prompts,), float(yaws[front]))
-        errs = [reprojection_error(imgs[front], depths, ys, imgs[front if static else i],
-                                   torch.full((prompts,), float(yaws[i])),
-                                   camera=cam, mask=masks) for i in range(len(yaws)) if i != front]  # fmt: skip
+        errs = [reprojection_error(imgs[front], depths[front], ys, imgs[front if static else i],
+                                   torch.full((prompts,), float(yaws[i])), camera=cam, mask=masks,
+                                   target_depth=depths[front if static else i])
+                for i in range(len(yaws)) if i != front]  # fmt: skip
         return float(torch.nanmean(torch.stack(errs)))
 
     def up(x: torch.Tensor) -> torch.Tensor:
         return F.interpolate(x[:, None], size=(res, res), mode="bilinear", align_corners=False)[:, 0]
 
-    gen_reproj = reproj(images, up(outs[front].depth), up(outs[front].opacity))
-    static_reproj = reproj(images, up(outs[front].depth), up(outs[front].opacity), static=True)
-    real_reproj = reproj(real, renders[front]["depth"], renders[front]["mask"])
+    gen_depths = [up(o.depth) for o in outs]
+    gen_reproj = reproj(images, gen_depths, up(outs[front].opacity))
+    static_reproj = reproj(images, gen_depths, up(outs[front].opacity), static=True)
+    real_reproj = reproj(real, [x["depth"] for x in renders], renders[front]["mask"])
 
     def read(imgs: torch.Tensor) -> dict[str, float | np.ndarray]:
         v = imgs.shape[0]
@@ -473,6 +478,48 @@ def evaluate_generator(
     return out
 
 
+class StyleCodeOptimiser:
+    """The optimisation-based baseline, one step at a time: per prompt, Adam on a style code ``w`` (from the
+    generator's mean ``w``) to maximise the cosine between the frozen image embedding of ``synthesis(w)`` at a random
+    yaw and the prompt's text embedding (CLIP-guided latent optimisation, as Latent3D / StyleCLIP-optimisation do).
+
+    The generator must be text-free given ``w`` (no Style Code Enhancer). All prompts of ``target_text`` are
+    optimised as one batch (each has its own ``w`` and loss). :meth:`step` is one forward and backward pass of one
+    view and an Adam update; :attr:`w` the current codes ``(P, w_dim)``.
+    """
+
+    def __init__(self, generator: E3FaceNetGenerator, image_encoder: AttributeEncoder, target_text: TextFeatures, *,
+                 lr: float = 0.05, seed: int = 0) -> None:  # fmt: skip
+        if not isinstance(generator, E3FaceNetGenerator):
+            raise TypeError(f"generator must be an E3FaceNetGenerator, got {type(generator).__name__}")
+        if generator.enhancers:
+            raise ValueError("generator must be text-free given w (built with style_code_enhancer=False)")
+        if not isinstance(image_encoder, AttributeEncoder):
+            raise TypeError(f"image_encoder must be an AttributeEncoder, got {type(image_encoder).__name__}")
+        if not isinstance(target_text, TextFeatures):
+            raise TypeError(f"target_text must be TextFeatures, got {type(target_text).__name__}")
+        lr = _pos_float("lr", lr)
+        self.generator, self.image_encoder = generator, image_encoder
+        self.prompts = target_text.global_.shape[0]
+        self.target = F.normalize(target_text.global_.detach(), dim=-1)
+        self._gen = torch.Generator().manual_seed(seed)
+        self._w = generator.mapping.w_avg.detach().expand(self.prompts, -1).clone().requires_grad_(True)
+        self._opt = torch.optim.Adam([self._w], lr=lr)
+        generator.eval()
+
+    @property
+    def w(self) -> torch.Tensor:
+        return self._w.detach()
+
+    def step(self) -> None:
+        yaw = (torch.rand(self.prompts, generator=self._gen) * 2 - 1) * YAW_RANGE
+        emb, _ = self.image_encoder(self.generator.synthesis(self._w, yaw).image)
+        loss = (1 - (emb * self.target).sum(-1)).sum()  # a sum: each prompt's own loss, its own gradient
+        (grad,) = torch.autograd.grad(loss, [self._w])
+        self._w.grad = grad
+        self._opt.step()
+
+
 def optimise_style_codes(
     generator: E3FaceNetGenerator,
     image_encoder: AttributeEncoder,
@@ -481,46 +528,24 @@ def optimise_style_codes(
     steps: int = 200,
     lr: float = 0.05,
     seed: int = 0,
-    callback: Callable[[int, torch.Tensor], None] | None = None,
+    callback: Callable[[int, torch.Tensor], bool | None] | None = None,
 ) -> tuple[torch.Tensor, list[float]]:
-    """The optimisation-based baseline: per prompt, Adam on a style code ``w`` (from the generator's mean ``w``)
-    to maximise the cosine between the frozen image embedding of ``synthesis(w)`` at a random yaw and the prompt's
-    text embedding (CLIP-guided latent optimisation, as Latent3D / StyleCLIP-optimisation do).
-
-    The generator must be text-free given ``w`` (no Style Code Enhancer). All prompts of ``target_text`` are
-    optimised as one batch (each has its own ``w`` and loss). Returns the final codes ``(P, w_dim)`` and the wall
-    time of every step; ``callback(step, w)`` runs after a step, outside the timed region (for evaluation).
+    """Run :class:`StyleCodeOptimiser` for up to ``steps`` steps. Returns the final codes ``(P, w_dim)`` and the wall
+    time of every step; ``callback(step, w)`` runs after a step, outside the timed region (for evaluation), and a
+    ``True`` return stops the optimisation there.
     """
-    if not isinstance(generator, E3FaceNetGenerator):
-        raise TypeError(f"generator must be an E3FaceNetGenerator, got {type(generator).__name__}")
-    if generator.enhancers:
-        raise ValueError("generator must be text-free given w (built with style_code_enhancer=False)")
-    if not isinstance(image_encoder, AttributeEncoder):
-        raise TypeError(f"image_encoder must be an AttributeEncoder, got {type(image_encoder).__name__}")
-    if not isinstance(target_text, TextFeatures):
-        raise TypeError(f"target_text must be TextFeatures, got {type(target_text).__name__}")
-    steps, lr = positive_int(steps, "steps"), _pos_float("lr", lr)
+    steps = positive_int(steps, "steps")
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
-    p = target_text.global_.shape[0]
-    target = F.normalize(target_text.global_.detach(), dim=-1)
-    gen = torch.Generator().manual_seed(seed)
-    w = generator.mapping.w_avg.detach().expand(p, -1).clone().requires_grad_(True)
-    opt = torch.optim.Adam([w], lr=lr)
+    opt = StyleCodeOptimiser(generator, image_encoder, target_text, lr=lr, seed=seed)
     times = []
-    generator.eval()
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
-        yaw = (torch.rand(p, generator=gen) * 2 - 1) * YAW_RANGE
-        emb, _ = image_encoder(generator.synthesis(w, yaw).image)
-        loss = (1 - (emb * target).sum(-1)).sum()  # a sum: each prompt's own loss, its own gradient
-        (grad,) = torch.autograd.grad(loss, [w])
-        w.grad = grad
         opt.step()
         times.append(time.perf_counter() - t0)
-        if callback is not None:
-            callback(step, w.detach())
-    return w.detach(), times
+        if callback is not None and callback(step, opt.w) is True:
+            break
+    return opt.w, times
 
 
 @torch.no_grad()
