@@ -8,12 +8,18 @@ Experiments:
 * ``crossover`` (classical): S(alpha) for ERM (logistic regression), JTT, CVaR-DRO and LfF over a grid of
   collective sizes, with signal overlap xi in {0, 0.05}; alpha_eff from each learner's final weights, JTT's
   e_C and e_0. The claim: re-weighting amplifies small collectives and dilutes large ones (a crossover).
-* ``validation`` (classical): JTT's lambda_up and stage-1 strength (and CVaR-DRO's rho at full scale) chosen by
-  worst-class validation accuracy, with a clean validation set or one where the collective takes part too.
+* ``validation`` (classical): CVaR-DRO's rho (decisive: the claim names CVaR-type methods) and JTT's lambda_up
+  and stage-1 strength (reported) chosen by worst-class validation accuracy, with a clean validation set or one
+  where the collective takes part too.
 * ``mlp`` (full): the same learners as SGD-trained MLPs (64-128-10), with the final-epoch model and the epoch
   chosen by worst-class validation accuracy (clean or with the collective).
 * ``dominoes`` (full): inputs ``[easy label code | digit pixels]``; the signal planted in the easy block or
-  in the pixels, S(alpha) of an SGD-trained MLP (and of logistic regression, for reference).
+  in the pixels, S(alpha) of an SGD-trained MLP (and of logistic regression, for reference). Reported only: the
+  easy-block signal sits in pure-noise columns, so the design cannot isolate SGD's simplicity bias.
+
+The measured success is compared with the theoretical reference of Hardt et al. (ICML 2023) for a Bayes-optimal
+learner, ``S >= 1 - (1 - alpha) / alpha * xi`` (:func:`hardt_success_bound`), evaluated at alpha and, as the
+paper's effective-size prediction, at each re-weighting learner's measured alpha_eff.
 """
 
 from __future__ import annotations
@@ -54,6 +60,12 @@ ALPHA = 0.05
 LEARNER_NAMES = {"erm": "ERM", "jtt": "JTT", "cvar": "CVaR-DRO", "lff": "LfF"}
 LEARNER_COLORS = {"erm": "tab:blue", "jtt": "tab:orange", "cvar": "tab:green", "lff": "tab:red"}
 """One colour per learner in every figure."""
+VALIDATION_EFFECT = 0.03
+"""The validation-leverage gain the power statement assumes: the gain measured for JTT's selection in this
+reproduction (+0.026 at full, +0.037 at quick scale, the only validation effect of this design we measured), not
+the crossover's 0.18."""
+VALIDATION_EQ = 0.02
+"""A validation-leverage gain within +-0.02 of success is evidence of no leverage (not_supported by TOST)."""
 PAPER_GAIN_SMALL = 0.18
 """The success gain of JTT over ERM at alpha = 0.4%, xi = 0.05 in the notes' CPU probe (the paper's numbers
 were not retrievable): the effect the amplification rule must detect."""
@@ -72,11 +84,11 @@ MLP = {"hidden": [128], "epochs": 30, "lr": 0.05, "batch_size": 64, "upweight": 
 
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"crossover": {"alphas": [0.004, 0.1], "overlaps": [0.05], "learners": ["erm", "jtt"]},
-              "validation": {"alphas": [0.015], "cvar": False},
+              "validation": {"alphas": [0.015], "cvar": True},
               "mlp": {"alphas": [0.015], "methods": ["erm", "jtt"], "epochs": 3},
               "dominoes": {"alphas": [0.015], "epochs": 3}},
     "quick": {"crossover": {"alphas": list(ALPHAS), "overlaps": [0.0, 0.05], "learners": ["erm", "jtt", "cvar", "lff"]},
-              "validation": {"alphas": [0.008, 0.015, 0.03], "cvar": False}},
+              "validation": {"alphas": [0.008, 0.015, 0.03], "cvar": True}},
     "full": {"crossover": {"alphas": list(ALPHAS), "overlaps": [0.0, 0.05], "learners": ["erm", "jtt", "cvar", "lff"]},
              "validation": {"alphas": [0.008, 0.015, 0.03], "cvar": True},
              "mlp": {"alphas": [0.004, 0.008, 0.015, 0.06, 0.1, 0.2], "methods": ["erm", "jtt", "cvar", "lff"],
@@ -343,13 +355,14 @@ def _seed_mean(rs: Sequence[JobResult], keys: Sequence[str]) -> np.ndarray:
         return np.nanmean(vals, axis=0) if np.isfinite(vals).any() else np.full(len(rs), math.nan)
 
 
-def _paired_power(effect: float, diffs: np.ndarray, alternative: str) -> float | None:
+def _paired_power(effect: float, diffs: np.ndarray, alternative: str,
+                  equivalence_margin: float | None = None) -> float | None:
     d = diffs[np.isfinite(diffs)]
     if d.size < 2:
         return None
     sd = float(np.std(d, ddof=1)) or 1e-3
     return decide.power_of_compare(effect, sd, int(d.size), paired=True, alternative=alternative, alpha=ALPHA,
-                                   n_sims=400).supported  # fmt: skip
+                                   equivalence_margin=equivalence_margin, n_sims=400).supported  # fmt: skip
 
 
 def amplification_decision(rs: Sequence[JobResult], learner: str, alphas: Sequence[float], *,
@@ -413,6 +426,20 @@ def _alist(alphas: Sequence[float]) -> str:
     return "{" + ", ".join(f"{100 * a:g}%" for a in alphas) + "}"
 
 
+def hardt_success_bound(alpha: float | Sequence[float], xi: float) -> np.ndarray:
+    """The success a collective of size ``alpha`` is guaranteed against a Bayes-optimal learner when a share ``xi``
+    of the clean data carries the signal with its own label: ``max(0, 1 - (1 - alpha) / alpha * xi)`` (the
+    feature-label signal-planting bound of Hardt et al., ICML 2023, with suboptimality epsilon = 0). With
+    ``alpha`` replaced by a learner's effective size alpha_eff (Ben-Dov et al., Sec. 3) it is the paper's
+    prediction for a re-weighting learner. ``xi = 0`` gives 1 for every ``alpha > 0``."""
+    a = np.asarray(alpha, dtype=float)
+    if np.any(~np.isfinite(a)) or np.any((a <= 0) | (a > 1)):
+        raise ValueError(f"alpha must lie in (0, 1], got {alpha!r}")
+    if isinstance(xi, bool) or not isinstance(xi, (int, float, np.floating)) or not 0 <= xi <= 1:
+        raise ValueError(f"xi must be a share in [0, 1], got {xi!r}")
+    return np.maximum(0.0, 1.0 - (1.0 - a) / a * float(xi))
+
+
 def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimCheck], list[Figure]]:
     groups = group_results(results, "crossover", by=("overlap",))
     tables, checks, figures = [], [], []
@@ -434,11 +461,15 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
             if "jtt" in learners:
                 row += [numeric_cell(_per_seed(rs, f"jtt@{_akey(a)}:e_collective"), 2),
                         numeric_cell(_per_seed(rs, f"jtt@{_akey(a)}:e_rest"), 2)]  # fmt: skip
+            row.append(f"{float(hardt_success_bound(a, xi)):.3f}")
+            row += [numeric_cell(_effective_bound(rs, m, a, xi)) for m in learners if m != "erm"]
             rows.append(row)
         cols = (["alpha"] + [f"S, {LEARNER_NAMES[m]}" for m in learners]
                 + [f"alpha_eff/alpha, {LEARNER_NAMES[m]}" for m in learners if m != "erm"]
                 + ([f"overlap weight share / xi, {LEARNER_NAMES[m]}" for m in learners if m != "erm"] if xi > 0 else [])
-                + (["JTT e_C", "JTT e_0"] if "jtt" in learners else []))  # fmt: skip
+                + (["JTT e_C", "JTT e_0"] if "jtt" in learners else [])
+                + ["Hardt bound at alpha (Bayes-optimal learner)"]
+                + [f"bound at alpha_eff, {LEARNER_NAMES[m]}" for m in learners if m != "erm"])  # fmt: skip
         s0 = numeric_cell(_per_seed(rs, "erm@0:success"))
         acc0 = numeric_cell(_per_seed(rs, "erm@0:accuracy"))
         tables.append(Table(
@@ -447,7 +478,10 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
             f"mean ± std over seeds. Without a collective ERM gives S(0) = {s0} and clean accuracy {acc0}. Overlap "
             "weight share / xi: the training-weight share of the clean points that carry the signal with their own "
             "label, over their count share (1 = not re-weighted). e_C, e_0: shares of the collective and of the "
-            "other points in JTT's stage-1 error set"))  # fmt: skip
+            "other points in JTT's stage-1 error set. Hardt bound: the success guaranteed against a Bayes-optimal "
+            "learner, max(0, 1 - (1 - alpha)/alpha * xi) (Hardt et al. 2023); at alpha_eff: the same bound at the "
+            "learner's measured effective size, the paper's effective-size prediction (reference curves, not "
+            "decisive)"))  # fmt: skip
         for m in learners:
             axes[0, j].errorbar(alphas, [np.mean(_per_seed(rs, f"{m}@{_akey(a)}:success")) for a in alphas],
                                 yerr=[np.std(_per_seed(rs, f"{m}@{_akey(a)}:success"), ddof=1) if len(rs) > 1 else 0
@@ -458,6 +492,12 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
                 axes[1, j].errorbar(alphas, [np.mean(r) for r in ratio],
                                     yerr=[np.std(r, ddof=1) if len(r) > 1 else 0 for r in ratio], marker="o",
                                     capsize=2, label=LEARNER_NAMES[m], color=LEARNER_COLORS[m])  # fmt: skip
+        fine = np.geomspace(min(alphas), max(alphas), 60)
+        axes[0, j].plot(fine, hardt_success_bound(fine, xi), color="black", ls="--", lw=1,
+                        label="Hardt bound (Bayes-optimal)")  # fmt: skip
+        if "jtt" in learners:
+            axes[0, j].plot(alphas, [np.nanmean(_effective_bound(rs, "jtt", a, xi)) for a in alphas], color="black",
+                            ls=":", lw=1, label="bound at JTT's alpha_eff")  # fmt: skip
         axes[0, j].set(xscale="log", xlabel="collective size alpha (fraction of training set)",
                        ylabel="success S(alpha)", title=f"overlap xi = {xi:g}")  # fmt: skip
         axes[1, j].axhline(1.0, color="grey", lw=0.8)
@@ -508,13 +548,20 @@ def _crossover(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChe
         "± one std over seeds.")]  # fmt: skip
 
 
+def _effective_bound(rs: Sequence[JobResult], learner: str, a: float, xi: float) -> list[float]:
+    """Per seed, :func:`hardt_success_bound` at ``learner``'s measured alpha_eff for the collective of size ``a``."""
+    effs = _per_seed(rs, f"{learner}@{_akey(a)}:alpha_eff")
+    return [float(hardt_success_bound(min(e, 1.0), xi)) if np.isfinite(e) and e > 0 else math.nan for e in effs]
+
+
 def validation_decision(rs: Sequence[JobResult], family: str, alphas: Sequence[float],
-                        prefix: str = "") -> tuple[decide.Decision, np.ndarray]:
+                        prefix: str = "", equivalence_margin: float | None = None) -> tuple[decide.Decision, np.ndarray]:
     """Paired over seeds: success of the model selected on the validation set the collective joined minus
-    that of the model selected on the clean one, averaged over ``alphas``."""
+    that of the model selected on the clean one, averaged over ``alphas`` (> 0; with ``equivalence_margin``, a
+    gain shown within it is not_supported by TOST)."""
     a = _seed_mean(rs, [f"{prefix}{family}@{_akey(x)}:collective:success" for x in alphas])
     b = _seed_mean(rs, [f"{prefix}{family}@{_akey(x)}:clean:success" for x in alphas])
-    return decide.compare(a, b, paired=True, alternative="greater", alpha=ALPHA,
+    return decide.compare(a, b, paired=True, alternative="greater", alpha=ALPHA, equivalence_margin=equivalence_margin,
                           effect_name=f"success (collective in validation - clean validation), {LEARNER_NAMES[family]}"
                                       f" selection, mean over alpha in {_alist(alphas)}"), a - b  # fmt: skip
 
@@ -543,12 +590,18 @@ def _validation(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimCh
                   "mean ± std over seeds; selection grids: " + "; ".join(grid[f] for f in fams))  # fmt: skip
     checks = []
     for fam in fams:
-        dec, diffs = validation_decision(rs, fam, cfg["alphas"])
+        dec, diffs = validation_decision(rs, fam, cfg["alphas"], equivalence_margin=VALIDATION_EQ)
         checks.append(dec.to_check(
-            id=f"validation-leverage-{fam}", decisive=fam == "jtt",
-            power=_paired_power(PAPER_GAIN_SMALL, diffs, "greater"),
-            claim=f"With {LEARNER_NAMES[fam]}'s hyperparameters chosen by worst-class validation accuracy, a "
+            id=f"validation-leverage-{fam}", decisive=fam == "cvar",
+            power=_paired_power(VALIDATION_EFFECT, diffs, "greater", VALIDATION_EQ),
+            claim=("" if fam == "cvar" else "(reported) ")
+                  + f"With {LEARNER_NAMES[fam]}'s hyperparameters chosen by worst-class validation accuracy, a "
                   "collective that also joins the validation set is more successful"))  # fmt: skip
+    if "cvar" not in fams:
+        checks.append(decide.not_run_check(
+            "validation-leverage-cvar", "With CVaR-DRO's rho chosen by worst-class validation accuracy, a collective "
+            "that also joins the validation set is more successful",
+            "these validation rows ran JTT's selection only; the claim names CVaR-type re-weighting"))  # fmt: skip
     return [table], checks
 
 
@@ -652,10 +705,11 @@ def _dominoes(results: Sequence[JobResult]) -> tuple[list[Table], list[ClaimChec
                   "easy block")  # fmt: skip
     inter, diffs = placement_interaction_decision(rs, alphas)
     checks = [inter.to_check(
-        id="simplicity-bias-changes-placement", power=_paired_power(PLACEMENT_EFFECT, diffs, "greater"),
-        claim="SGD's simplicity bias changes which signal works: the SGD-trained MLP (which relies on the easy "
-              "block alone) favours the easy-block signal over the pixel signal by more than logistic regression "
-              "does on the same data")]  # fmt: skip
+        id="simplicity-bias-changes-placement", power=_paired_power(PLACEMENT_EFFECT, diffs, "greater"), decisive=False,
+        claim="(reported, not decisive: the easy-block signal sits in pure-noise columns that do not compete with the "
+              "task's own features, so this design cannot isolate SGD's simplicity bias) SGD's simplicity bias "
+              "changes which signal works: the SGD-trained MLP favours the easy-block signal over the pixel signal by "
+              "more than logistic regression does on the same data")]  # fmt: skip
     dec, diffs = placement_decision(rs, alphas)
     checks.append(dec.to_check(
         id="simplicity-bias-placement", decisive=False, power=_paired_power(PLACEMENT_EFFECT, diffs, "greater"),
@@ -696,10 +750,9 @@ REPRODUCTION = Reproduction(
     slug=SLUG,
     claim=(
         "The learning algorithm changes how much a collective can steer a classifier: re-weighting (JTT) "
-        "amplifies small collectives and dilutes large ones (a crossover in success and in effective size), "
-        "choosing its hyperparameters on a validation set the collective joins helps the collective, and "
-        "SGD's simplicity bias favours a signal on the easy features over one on the complex features more than a "
-        "learner without that bias (logistic regression) does."
+        "amplifies small collectives and dilutes large ones (a crossover in success and in effective size), and "
+        "choosing CVaR-DRO's hyperparameter on a validation set the collective joins helps the collective. "
+        "(SGD's simplicity bias deciding which signal works is reported, not decided: our dominoes cannot isolate it.)"
     ),
     build_jobs=build_jobs,
     analyze=analyze,
@@ -716,9 +769,15 @@ REPRODUCTION = Reproduction(
         "of the mechanism, not the paper's protocol.",
         "The classical LfF fits its logistic regressions to convergence, so its relative difficulty saturates near 1 "
         "on every point the debiased model fits and it stays close to ERM; the MLP version has LfF's dynamics.",
-        "Simplicity bias is decided by the difference between the MLP's and logistic regression's placement gaps "
-        "(the learner's contribution), a rule we adopted after a first full run in which both learners showed the "
-        "same gap.",
+        "Simplicity bias is reported, not decided (since issue 42): the dominoes' easy-block signal sits in "
+        "pure-noise columns that do not compete with the task's features, so neither the MLP's placement gap nor "
+        "its difference from logistic regression's (the rule added after the first full run) isolates SGD's bias.",
+        "Validation leverage is decided on CVaR-DRO (the CVaR-type method the claim names; rho in {1, 0.5, 0.2, 0.1}) "
+        "at every scale since issue 42; JTT's selection is reported. Power is stated against the +0.03 gain measured "
+        "for JTT's selection here, not the crossover's 0.18.",
+        "The Hardt et al. bound is drawn with epsilon = 0 (a Bayes-optimal learner) as a reference curve; we could "
+        "not read the theorem's text, so its form is our reading of it (the signal-planting bound with signal "
+        "overlap xi), and it decides nothing.",
     ),
     scales=("smoke", "quick", "full"),
 )
