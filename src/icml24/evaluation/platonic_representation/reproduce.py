@@ -482,6 +482,8 @@ REPRODUCTION = Reproduction(
         "LMs of the language issue do not exist in the library yet, so the paper's language-scale axis is not "
         "reproduced. The smoke scale uses the bag of words and cannot return 'supported'.",
         "No outlier clipping before the metric (the official pipeline clips at q=0.95); n = 512 (quick) or 1024 (full), k = 10.",
+        "Captions here are a function of visible attributes, so a colour-only supervised model is the negative control of "
+        "every decisive rule (issue 42) and the caption-blind model must align beyond it; the paper has no such control.",
     ),
     scales=("smoke", "quick", "full"),
 )
