@@ -196,14 +196,15 @@ def test_released_behaviour_keeps_only_qkv_and_patch_embedding():
 
 @pytest.mark.parametrize("spec", [DescendantSpec(), DescendantSpec(descendant_heads=6, descendant_layers=9),
                                   DescendantSpec(descendant_heads=2, descendant_layers=3)])  # fmt: skip
-@pytest.mark.parametrize("method", ["peg", "direct", "random", "tleg"])
+@pytest.mark.parametrize("method", ["peg", "peg_tied", "direct", "random", "tleg"])
 def test_parameter_count_matches_the_formula(spec, method):
     """Invariant 5: parameter counts in closed form; the output projection takes H_d·d_h inputs."""
     anc = _ancestry()
     d = build_descendant(anc, spec, method, num_classes=5, generator=torch.Generator().manual_seed(0))
     n = sum(p.numel() for p in d.parameters())
     expected = descendant_parameter_count(dim=DIM, head_dim=DIM // HEADS, mlp_dim=MLP, patch_size=2, in_channels=1,
-                                          num_tokens=16, num_classes=5, spec=spec, expanded=method == "peg")  # fmt: skip
+                                          num_tokens=16, num_classes=5, spec=spec, expanded=method.startswith("peg"),
+                                          tied_ffn=method == "peg_tied")  # fmt: skip
     assert n == expected
     assert d.blocks[0].attn.proj.in_features == spec.descendant_heads * (DIM // HEADS)
     assert d(IMAGES).shape == (3, 5)
@@ -221,7 +222,7 @@ def test_same_seed_same_descendant_and_different_seed_different():
 
 def test_expansion_maps_and_learngene_are_trained():
     anc = _ancestry()
-    d = build_descendant(anc, DescendantSpec(), "peg", num_classes=5, generator=torch.Generator().manual_seed(0))
+    d = build_descendant(anc, DescendantSpec(), "peg_tied", num_classes=5, generator=torch.Generator().manual_seed(0))
     d.train()
     d(IMAGES).sum().backward()
     assert d.ffn_learngene.depth_map.fc1.weight.grad is not None
@@ -244,3 +245,64 @@ def test_bad_input_names_the_argument():
         mixture_matrix(2, 3, kind="beta")
     with pytest.raises(ValueError, match="x"):
         ExpansionMap(n_in=2, n_out=3)(torch.zeros(3, 3))
+
+
+def test_peg_unties_the_expanded_ffns_into_layers_of_their_own():
+    """PEG writes φ_depth's outputs into independent per-layer FFNs once (the official TransMlp): it starts as the
+    tied ablation's function, has the baselines' parameter count, and each layer's FFN then trains on its own,
+    so layers that started as copies of one learngene layer drift apart; the tied ablation keeps them tied."""
+    anc = _ancestry()
+    spec = DescendantSpec()  # 3 learngene layers -> 6: layers 0 and 1 start as copies of learngene layer 0
+    untied, tied, direct = (build_descendant(anc, spec, m, num_classes=5, generator=torch.Generator().manual_seed(3))
+                            for m in ("peg", "peg_tied", "direct"))  # fmt: skip
+    torch.testing.assert_close(untied(IMAGES), tied(IMAGES), atol=1e-6, rtol=1e-6)
+    assert not hasattr(untied, "ffn_learngene") and hasattr(tied, "ffn_learngene")
+    n = [sum(p.numel() for p in m.parameters() if p.dim() > 0) for m in (untied, tied)]
+    ffn = sum(p.numel() for p in untied.blocks[0].mlp.parameters())
+    assert n[0] - n[1] == (spec.descendant_layers - spec.learngene_layers) * ffn - sum(
+        p.numel() for p in tied.ffn_learngene.depth_map.parameters())
+    torch.testing.assert_close(untied.blocks[0].mlp[0].weight, untied.blocks[1].mlp[0].weight)
+    opt = torch.optim.SGD(untied.parameters(), lr=0.5)
+    untied.train()
+    torch.nn.functional.cross_entropy(untied(IMAGES), torch.tensor([0, 1, 2])).backward()
+    g0, g1 = untied.blocks[0].mlp[0].weight.grad, untied.blocks[1].mlp[0].weight.grad
+    assert g0 is not None and g1 is not None and not torch.allclose(g0, g1)
+    opt.step()
+    assert not torch.allclose(untied.blocks[0].mlp[0].weight, untied.blocks[1].mlp[0].weight)
+    del direct
+
+
+def test_every_method_gets_the_same_classifier_initialisation():
+    """The classifier is drawn from its own generator (seeded by the caller's generator), so the peg* methods,
+    whose attention consumes the global RNG differently, share it with random, direct and TLEG."""
+    anc = _ancestry()
+    heads = [build_descendant(anc, DescendantSpec(), m, num_classes=5, generator=torch.Generator().manual_seed(7)).head
+             for m in ("random", "peg", "peg_tied", "peg_uniform", "direct", "tleg")]  # fmt: skip
+    for h in heads[1:]:
+        assert torch.equal(h.weight, heads[0].weight) and torch.equal(h.bias, heads[0].bias)
+    other = build_descendant(anc, DescendantSpec(), "peg", num_classes=5, generator=torch.Generator().manual_seed(8))
+    assert not torch.equal(other.head.weight, heads[0].weight)
+    bound = 1 / DIM**0.5
+    assert float(heads[0].weight.detach().abs().max()) <= bound
+
+
+def test_the_tied_stack_is_mapped_once_per_forward_pass():
+    """The depth map runs once per tensor per forward pass (4 calls), not once per layer (4 x L_d); the cached
+    layers equal the freshly computed ones, a new pass after an update sees the new weights, and a deep copy
+    clears its own cache."""
+    anc = _ancestry()
+    d = build_descendant(anc, DescendantSpec(), "peg_tied", num_classes=5, generator=torch.Generator().manual_seed(0))
+    calls = []
+    d.ffn_learngene.depth_map.fc1.register_forward_hook(lambda *_: calls.append(1))
+    out = d(IMAGES)
+    assert len(calls) == 4
+    stack = d.ffn_learngene
+    for i in range(DescendantSpec().descendant_layers):
+        for a, b in zip(stack.cached_layer(i), stack.layer(i)):
+            torch.testing.assert_close(a, b)
+    with torch.no_grad():
+        stack.fc2_weight.mul_(3.0)  # (a constant shift would vanish in the final LayerNorm)
+    assert not torch.allclose(d(IMAGES), out)
+    twin = copy.deepcopy(d)
+    torch.testing.assert_close(twin(IMAGES), d(IMAGES))
+    twin(IMAGES).sum().backward()  # the copy's pass builds its own graph

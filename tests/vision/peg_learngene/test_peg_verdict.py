@@ -125,3 +125,20 @@ def test_epochs_to_reach():
     assert epochs_to_reach([0.1, 0.5, 0.7], 0.5) == 2
     assert epochs_to_reach([0.1, 0.2], 0.9) == 2
     assert epochs_to_reach([0.9], 0.5) == 1
+
+
+def test_the_equivalence_route_says_when_it_cannot_fire():
+    """At 4 seeds with a per-seed spread of 0.03 the TOST within ±0.02 cannot refute even an exact tie (its reach
+    0.02 - t_0.95,3 · 0.03/2 is below 0), and each decisive check says so; with 12 seeds and a tight spread it can,
+    and a tie is then refuted."""
+    from icml24.vision.peg_learngene.reproduce import EQUIV_MARGIN, equivalence_reach
+
+    tie = [0.03, -0.03, 0.03, -0.03]
+    assert equivalence_reach(tie, [0.0] * 4) < 0
+    a = _analyze(peg=0.70, noise=0.03, base={"direct": 0.70})
+    c = next(c for c in a.checks if c.id == "peg-beats-direct")
+    assert "cannot fire at 4 seeds" in c.evidence and c.verdict != "not_supported"
+    assert 0 < equivalence_reach([0.002, -0.002] * 6, [0.0] * 12) < EQUIV_MARGIN
+    b = _analyze(peg=0.70, noise=0.001, seeds=12, base={"direct": 0.70})
+    c = next(c for c in b.checks if c.id == "peg-beats-direct")
+    assert "would need |mean difference| <" in c.evidence and c.verdict == "not_supported"

@@ -42,9 +42,10 @@ __all__ = [
 ]
 
 MixtureKind = Literal["gaussian", "uniform", "first"]
-Method = Literal["random", "peg", "peg_uniform", "peg_random_maps", "peg_released", "direct", "tleg", "ancestry"]
-METHODS: tuple[str, ...] = ("random", "peg", "peg_uniform", "peg_random_maps", "peg_released", "direct", "tleg",
-                            "ancestry")  # fmt: skip
+Method = Literal["random", "peg", "peg_tied", "peg_uniform", "peg_random_maps", "peg_released", "direct", "tleg",
+                 "ancestry"]  # fmt: skip
+METHODS: tuple[str, ...] = ("random", "peg", "peg_tied", "peg_uniform", "peg_random_maps", "peg_released", "direct",
+                            "tleg", "ancestry")  # fmt: skip
 """Initialisations :func:`build_descendant` knows (see its docstring)."""
 
 
@@ -260,7 +261,12 @@ class LearngeneAttention(nn.Module):
 class ExpandedFFNStack(nn.Module):
     """The learngene FFN layers (``L_g`` stacked copies of ``fc1``/``fc2``) and the depth map
     ``φ_depth: R^{L_g} → R^{L_d}`` applied to every scalar position; descendant layer ``i``'s FFN is output
-    ``i`` (the code's ``transform_mlp`` over ``learngene_fc*``). Both the learngene and φ are trained."""
+    ``i`` (the code's ``transform_mlp`` over ``learngene_fc*``). Kept as a module only by the tied ablation
+    (``"peg_tied"``), where the learngene and φ are trained and every descendant layer stays a function of the
+    ``L_g`` learngene layers; PEG itself writes the expanded weights into independent layers once.
+
+    :meth:`layer` computes φ afresh; inside a model's forward pass the descendant's layers read
+    :meth:`cached_layer`, which maps the whole stack once per pass (:meth:`clear_cache` starts a new one)."""
 
     def __init__(self, *, fc1_weight: torch.Tensor, fc1_bias: torch.Tensor, fc2_weight: torch.Tensor,
                  fc2_bias: torch.Tensor, depth_map: ExpansionMap):  # fmt: skip
@@ -282,6 +288,29 @@ class ExpandedFFNStack(nn.Module):
         self.fc1_weight, self.fc1_bias = nn.Parameter(fc1_weight.clone()), nn.Parameter(fc1_bias.clone())
         self.fc2_weight, self.fc2_bias = nn.Parameter(fc2_weight.clone()), nn.Parameter(fc2_bias.clone())
         self.depth_map = depth_map
+        self._cache: tuple[torch.Tensor, ...] | None = None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cache"] = None  # a pass's graph is not copied with the module
+        return state
+
+    def expanded(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """All ``L_d`` layers at once: φ applied to each stacked tensor, ``(L_d, ...)`` each."""
+        return tuple(self.depth_map(t, dim=0) for t in (self.fc1_weight, self.fc1_bias, self.fc2_weight,
+                                                        self.fc2_bias))  # type: ignore[return-value]  # fmt: skip
+
+    def clear_cache(self) -> None:
+        """Forget the mapped stack (called before every forward pass of the descendant)."""
+        self._cache = None
+
+    def cached_layer(self, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`layer` from a stack mapped once per forward pass (one φ evaluation for all ``L_d`` layers)."""
+        if not 0 <= i < self.depth_map.n_out:
+            raise ValueError(f"i must be in [0, {self.depth_map.n_out}), got {i}")
+        if self._cache is None:
+            self._cache = self.expanded()
+        return tuple(t[i] for t in self._cache)  # type: ignore[return-value]
 
     def layer(self, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(fc1.weight, fc1.bias, fc2.weight, fc2.bias)`` of descendant layer ``i``."""
@@ -301,7 +330,7 @@ class _ExpandedMLP(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w1, b1, w2, b2 = self._stack[0].layer(self.index)
+        w1, b1, w2, b2 = self._stack[0].cached_layer(self.index)
         return self.drop(F.linear(self.drop(F.gelu(F.linear(x, w1, b1))), w2, b2))
 
 
@@ -347,13 +376,17 @@ def _head_tensors(block: nn.Module, heads: int, head_dim: int) -> tuple[torch.Te
 
 def descendant_parameter_count(*, dim: int, head_dim: int, mlp_dim: int, patch_size: int, in_channels: int,
                                num_tokens: int, num_classes: int, spec: DescendantSpec, expanded: bool,
-                               map_hidden: int | None = None, depth_hidden: int | None = None) -> int:  # fmt: skip
+                               map_hidden: int | None = None, depth_hidden: int | None = None,
+                               tied_ffn: bool = False) -> int:  # fmt: skip
     """The descendant's parameter count in closed form (invariant 5 of the notes).
 
-    ``expanded=True`` is PEG's descendant (learngene heads + head maps per layer, a shared learngene FFN stack +
-    depth map); ``False`` a standard ViT with ``H_d`` heads of width ``head_dim`` and ``L_d`` layers. ``map_hidden``
-    and ``depth_hidden`` are the maps' hidden widths (default ``2·H_g`` and ``2·L_g``, the designed init).
+    ``expanded=True`` is PEG's descendant (learngene heads + head maps per layer; ``L_d`` FFNs of its own, or with
+    ``tied_ffn`` the ablation's shared learngene FFN stack + depth map); ``False`` a standard ViT with ``H_d`` heads of
+    width ``head_dim`` and ``L_d`` layers. ``map_hidden`` and ``depth_hidden`` are the maps' hidden widths (default
+    ``2·H_g`` and ``2·L_g``, the designed init).
     """
+    if not isinstance(tied_ffn, bool):
+        raise TypeError(f"tied_ffn must be True or False, got {tied_ffn!r}")
     for name, value in (("dim", dim), ("head_dim", head_dim), ("mlp_dim", mlp_dim), ("patch_size", patch_size),
                         ("in_channels", in_channels), ("num_tokens", num_tokens), ("num_classes", num_classes)):
         _pos_int(name, value)
@@ -376,6 +409,8 @@ def descendant_parameter_count(*, dim: int, head_dim: int, mlp_dim: int, patch_s
     h = map_hidden or 2 * hg
     hmap = (hg * h + h) + (h * hd + hd)
     per_block = norms + 3 * hg * head_dim * (dim + 1) + proj + 2 * hmap
+    if not tied_ffn:
+        return embed + final + ld * (per_block + ffn)
     dh = depth_hidden or 2 * lg
     dmap = (lg * dh + dh) + (dh * ld + ld)
     return embed + final + ld * per_block + lg * ffn + dmap
@@ -398,9 +433,15 @@ def build_descendant(
 
     - ``"random"``: a fresh standard ViT (nothing inherited).
     - ``"peg"``: PEG. Learngene heads ``Q_i·heads(a(i))`` and FFN layers ``P·FFN`` with Gaussian-softmax mixtures,
-      expanded by trainable maps with the designed (copy) initialisation.
+      expanded by trainable head maps with the designed (copy) initialisation; the FFN depth expansion is applied
+      once and its ``L_d`` outputs written into independent per-layer FFN weights, as the official code's
+      ``TransMlp`` does (``fc1.weight.data = descendant_fc1_weights``), so each descendant layer has an FFN of its
+      own to train.
+    - ``"peg_tied"``: the tied ablation: as ``"peg"``, but every descendant FFN stays ``φ_depth`` of the ``L_g``
+      learngene layers for the whole training (:class:`ExpandedFFNStack`, fewer trainable parameters).
     - ``"peg_uniform"``: PEG with uniform mixtures (every learngene head / layer is the plain average).
     - ``"peg_random_maps"``: PEG with randomly initialised expansion maps (the code's ``nn.Linear`` defaults).
+      Both untie the FFNs like ``"peg"``.
     - ``"peg_released"``: the released code's behaviour: the head mixture replaced by the first ``H_g`` heads,
       random maps, then every Linear re-drawn ``N(0, 0.02²)`` truncated with zero bias, every LayerNorm reset and
       the positional embedding re-drawn; only the learngene qkv and the patch embedding survive.
@@ -413,7 +454,10 @@ def build_descendant(
     ``mixture_kind`` overrides the mixture of the ``peg*`` methods (``"first"`` makes PEG's learngene a
     selection, e.g. to check that a one-hot mixture with identity maps reproduces the ancestry).
 
-    All inheriting methods copy the patch embedding, positional embedding and final norm; the classifier is new.
+    All inheriting methods copy the patch embedding, positional embedding and final norm; the classifier is new,
+    drawn from a generator of its own seeded by the first draw of ``generator``, so every method called with the
+    same generator state gets the same classifier initialisation (the random baseline's other fresh weights come
+    from the global RNG seeded by that draw too).
     In the descendant, the output projection's columns of head ``j`` are the same mixture of the ancestry heads'
     columns, divided by the number of copies of its learngene head, so copying heads keeps the function.
     """
@@ -450,6 +494,7 @@ def build_descendant(
     model = TinyViT(image_size=ancestry.image_size, patch_size=ancestry.patch_size, in_channels=ancestry.in_channels,
                     num_classes=num_classes, dim=dim, depth=ld, num_heads=hd, mlp_dim=mlp_dim, dropout=dropout,
                     attention_factory=factory)  # fmt: skip
+    _init_classifier(model.head, torch.Generator().manual_seed(seed))
     if method == "random":
         return model
     with torch.no_grad():
@@ -460,7 +505,8 @@ def build_descendant(
         if method in ("tleg", "ancestry"):
             _linear_expansion(model, anc, heads, head_dim, hd, ld, anchors_only=method == "tleg")
             return model
-        kind = {"peg": "gaussian", "peg_random_maps": "gaussian", "peg_uniform": "uniform"}.get(method, "first")
+        kind = {"peg": "gaussian", "peg_tied": "gaussian", "peg_random_maps": "gaussian",
+                "peg_uniform": "uniform"}.get(method, "first")  # fmt: skip
         if mixture_kind is not None and expanded:
             kind = mixture_kind
         for i, block in enumerate(model.blocks):
@@ -491,9 +537,18 @@ def build_descendant(
             depth_map = ExpansionMap(n_in=lg, n_out=ld, init=map_init, copy="stretch", generator=generator)
             stack = ExpandedFFNStack(fc1_weight=learngene[0], fc1_bias=learngene[1], fc2_weight=learngene[2],
                                      fc2_bias=learngene[3], depth_map=depth_map)  # fmt: skip
-            model.ffn_learngene = stack
-            for i, block in enumerate(model.blocks):
-                block.mlp = _ExpandedMLP(stack, i, dropout)
+            if method == "peg_tied":
+                model.ffn_learngene = stack
+                for i, block in enumerate(model.blocks):
+                    block.mlp = _ExpandedMLP(stack, i, dropout)
+                model.register_forward_pre_hook(_clear_ffn_cache)
+            else:  # untie: the expanded weights, computed once, become each layer's own FFN (official TransMlp)
+                w1, b1, w2, b2 = stack.expanded()
+                for i, block in enumerate(model.blocks):
+                    block.mlp[0].weight.copy_(w1[i])
+                    block.mlp[0].bias.copy_(b1[i])
+                    block.mlp[3].weight.copy_(w2[i])
+                    block.mlp[3].bias.copy_(b2[i])
         else:
             for i, block in enumerate(model.blocks):
                 s = min(lg - 1, (i * lg) // ld)
@@ -504,6 +559,20 @@ def build_descendant(
         if method == "peg_released":
             _released_reinit(model, generator)
     return model
+
+
+def _clear_ffn_cache(model: nn.Module, _args: object) -> None:
+    """Forward pre-hook of a tied descendant: map its FFN stack afresh in this pass (a module-level function, so a
+    deep copy of the model clears its own stack)."""
+    model.ffn_learngene.clear_cache()
+
+
+def _init_classifier(head: nn.Linear, generator: torch.Generator) -> None:
+    """``nn.Linear``'s default initialisation (uniform in ``±1/√fan_in``) drawn from ``generator``."""
+    bound = 1.0 / math.sqrt(head.in_features)
+    with torch.no_grad():
+        head.weight.copy_(torch.rand(head.weight.shape, generator=generator) * 2 * bound - bound)
+        head.bias.copy_(torch.rand(head.bias.shape, generator=generator) * 2 * bound - bound)
 
 
 def _linear_expansion(model: TinyViT, anc: Sequence[nn.Module], heads: int, head_dim: int, hd: int, ld: int,

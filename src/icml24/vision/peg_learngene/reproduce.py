@@ -39,7 +39,8 @@ _FN = "icml24.vision.peg_learngene.reproduce:"
 DEFAULT_SEEDS = {"smoke": 1, "quick": 4, "full": 6}
 LABELS = {
     "random": "random initialisation",
-    "peg": "PEG (Gaussian mixture, trained maps)",
+    "peg": "PEG (Gaussian mixture, trained maps, FFNs untied after expansion)",
+    "peg_tied": "PEG with FFNs tied to the learngene (ablation)",
     "direct": "direct inheritance (first heads/layers)",
     "peg_uniform": "PEG with uniform mixture",
     "tleg": "TLEG-style linear expansion",
@@ -54,10 +55,10 @@ _SCALE_CFG = {
     "smoke": {"ancestry_epochs": 2, "epochs": 2, "sizes": [[4, 6]], "methods": ["random", "peg", "direct"],
               "extra": [], "eval_subset": 100},
     "quick": {"ancestry_epochs": 12, "epochs": 20, "sizes": [[4, 6]],
-              "methods": ["random", "peg", "direct", "peg_uniform"], "extra": [], "eval_subset": 250},
+              "methods": ["random", "peg", "direct", "peg_uniform", "peg_tied"], "extra": [], "eval_subset": 250},
     "full": {"ancestry_epochs": 15, "epochs": 20, "sizes": [[2, 3], [4, 6], [6, 9]],
              "methods": ["random", "peg", "direct", "tleg"],
-             "extra": ["peg_uniform", "ancestry", "peg_random_maps", "peg_released"], "eval_subset": 250},
+             "extra": ["peg_uniform", "peg_tied", "ancestry", "peg_random_maps", "peg_released"], "eval_subset": 250},
 }  # fmt: skip
 ANCESTRY = {"dim": 64, "heads": 4, "depth": 6, "mlp_dim": 256, "lr": 2e-3, "batch_size": 32}
 """The ancestry ViT of the notes (D=64, H=4, L=6, MLP ratio 4); AdamW."""
@@ -191,7 +192,32 @@ def decisive_checks(col: dict[str, dict[int, float]], *, with_power: bool = True
                                  alpha=ALPHA, effect_name=f"mean paired difference in {metric} ({LABELS[m]} - "
                                  f"{LABELS[b]}), averaged over the descendant sizes"))  # fmt: skip
         meta.append((cid, claim, _power(x, y, gain, ALPHA / len(DECISIVE)) if with_power else None))
-    return [dec.to_check(id=cid, claim=claim, power=pw) for dec, (cid, claim, pw) in zip(holm(decisions), meta)]
+    checks = [dec.to_check(id=cid, claim=claim, power=pw) for dec, (cid, claim, pw) in zip(holm(decisions), meta)]
+    return [_note_equivalence_reach(c, *_pair(size_averaged(col, m, metric), size_averaged(col, b, metric)))
+            for c, (_, m, b, metric, _, _) in zip(checks, DECISIVE)]  # fmt: skip
+
+
+def equivalence_reach(a: Sequence[float], b: Sequence[float]) -> float:
+    """The largest |mean paired difference| at which the refuting TOST within ±EQUIV_MARGIN can still fire with
+    this many seeds and this spread: ``EQUIV_MARGIN - t_{1-ALPHA, n-1} sd / sqrt(n)``; at or below 0 the equivalence
+    route cannot refute at all (only a significantly negative difference can). NaN below 2 pairs."""
+    from scipy.stats import t as student_t
+
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if d.size < 2:
+        return float("nan")
+    return float(EQUIV_MARGIN - student_t.ppf(1 - ALPHA, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+
+
+def _note_equivalence_reach(check: ClaimCheck, a: Sequence[float], b: Sequence[float]) -> ClaimCheck:
+    from dataclasses import replace
+
+    reach = equivalence_reach(a, b)
+    if not np.isfinite(reach):
+        return check
+    note = (f"; the TOST within ±{EQUIV_MARGIN:g} cannot fire at {len(a)} seeds with this spread" if reach <= 0 else
+            f"; the TOST within ±{EQUIV_MARGIN:g} would need |mean difference| < {reach:.3f} at {len(a)} seeds")  # fmt: skip
+    return replace(check, evidence=check.evidence + note)
 
 
 DECISIVE = (
@@ -339,8 +365,10 @@ REPRODUCTION = Reproduction(
         "The head mixture is used (the released code computes it, then overwrites it with the first heads), and "
         "inherited weights are kept (the code's closing re-initialisation of every Linear and LayerNorm is not "
         "applied); the released behaviour is an ablation at full scale.",
-        "Expansion maps start as an exact copy, phi(x) = [S, -S] ReLU([I; -I] x), and are trained with the "
-        "descendant (the code draws them at random and never trains the depth map); random maps are an ablation.",
+        "Expansion maps start as an exact copy, phi(x) = [S, -S] ReLU([I; -I] x) (the code draws them at random; "
+        "random maps are an ablation); the head maps are trained with the descendant, the depth map is applied "
+        "once and its outputs written into independent per-layer FFNs, as the code's TransMlp does; FFNs tied to "
+        "the learngene for the whole training are an ablation (peg_tied).",
         "Mean pooling instead of a CLS token (the shared tiny ViT); the output projection's columns are mixed "
         "like the heads (the code keeps the first columns); descendant layer i takes its LayerNorms and attention "
         "heads from ancestry layer floor(i L / L_d).",
