@@ -249,7 +249,7 @@ def test_bad_input_names_the_argument():
 
 def test_peg_unties_the_expanded_ffns_into_layers_of_their_own():
     """PEG writes φ_depth's outputs into independent per-layer FFNs once (the official TransMlp): it starts as the
-    tied ablation's function, has the baselines' parameter count, and each layer's FFN then trains on its own,
+    tied ablation's function, has an FFN of its own per layer, and each layer's FFN then trains on its own,
     so layers that started as copies of one learngene layer drift apart; the tied ablation keeps them tied."""
     anc = _ancestry()
     spec = DescendantSpec()  # 3 learngene layers -> 6: layers 0 and 1 start as copies of learngene layer 0
