@@ -78,7 +78,11 @@ FUZZ_CASES = [
     dict(fn=co.CoalaFedAvg, kwargs={"clients_per_round": 2, "seed": 0},
          invalid={"clients_per_round": BAD_INT, "aggregation_strategy": ["mean"], "local_keys": ["features"],
                   "evaluate_clients": ["yes"], "test_every": [-1], "seed": [-1, "x"],
-                  "min_available_nodes": [0], "num_partitions": [0, "x"]}),
+                  "min_available_nodes": [0], "num_partitions": [0, "x"], "max_num_examples": [0.5, "x"],
+                  "max_weight_ratio": [0.5, "x"], "max_update_ratio": [0.5, "x"]}),
+    dict(fn=co.ArrayFederation, args=(np.ones((20, 3)), np.arange(20) % 2), kwargs={"test_fraction": 0.3},
+         invalid={"x": [np.ones(20), np.full((20, 3), np.nan), np.ones((19, 3)), "x"],
+                  "y": [np.arange(20) + 0.5, -np.arange(20), np.arange(19)], "test_fraction": [0.0, "x"]}),
     dict(fn=co.CoalaFedProx, kwargs={"proximal_mu": 0.01}, invalid={"proximal_mu": [-1.0, "x"]}),
     dict(fn=co.SemiSupervisedFedAvg, kwargs={"task": TASK, "x_labeled": X, "y_labeled": Y},
          invalid={"task": [None, "x"]}, allowed={"x_labeled": "server data, checked by task.fit when it trains"}),
@@ -87,6 +91,7 @@ FUZZ_CASES = [
 ]
 
 EXEMPT = {
+    "FederatedDataset": "a typing Protocol (the data level's interface), implemented by ArrayFederation",
     "ClientData": "a record of arrays returned by DigitsFederation.client_data",
     "ServerData": "a record of arrays returned by DigitsFederation.server_data",
     "FederatedRun": "an experiment record; its strategy and config are checked by CoalaFedAvg and the ClientApp",

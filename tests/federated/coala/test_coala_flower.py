@@ -181,7 +181,9 @@ def test_a_diverged_client_is_left_out_of_the_round():
             return out
 
     strategy = CoalaFedAvg(clients_per_round=3)
-    out = run_in_process([FederatedRun("n", strategy, 1, dict(BASE))], num_supernodes=3, task=NaNOnPartitionZero())
+    out = run_in_process(
+        [FederatedRun("n", strategy, 1, dict(BASE))], num_supernodes=3, task=NaNOnPartitionZero()
+    )
     assert strategy.dropped_ == {1: [0]}
     assert all(np.isfinite(out["n"]["arrays"][k].numpy()).all() for k in out["n"]["arrays"])
 
@@ -203,3 +205,32 @@ def test_deployable_apps_run_on_the_in_process_grid():
         apps._main(grid, ctx)
     states = [c.state for c in grid._contexts.values()]
     assert sum(len(s.array_records) for s in states) == 2  # the two selected clients keep their batch norm
+
+
+def test_any_object_with_client_data_goes_through_the_same_client_app():
+    """Issue 35: the data level is a protocol, not the digits class: a plain class with ``client_data`` over
+    tabular rows (scikit-learn's wine data, not the reproduction's digits) trains through the same ClientApp."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from icml24.federated.coala import ArrayFederation, ClientData, FederatedDataset
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X).astype(np.float32)
+
+    class Rows:  # no base class: only the protocol's method
+        def client_data(self, partition_id, num_partitions, scenario):
+            part = np.arange(len(y))[partition_id::num_partitions]
+            return ClientData(X[part[::2]], y[part[::2]], X[part[1::2]], y[part[1::2]])
+
+    assert isinstance(Rows(), FederatedDataset) and not isinstance(object(), FederatedDataset)
+    task = ClassificationTask(lambda: torch.nn.Sequential(torch.nn.Linear(13, 16), torch.nn.ReLU(),
+                                                          torch.nn.Linear(16, 3)), num_classes=3)  # fmt: skip
+    for fed in (Rows(), ArrayFederation(X, y)):
+        strategy = CoalaFedAvg(clients_per_round=3, evaluate_clients=True)
+        out = run_in_process([FederatedRun("t", strategy, 4, {**BASE, "lr": 0.1, "local-epoch": 5})], num_supernodes=3, task=task,
+                             federation=fed)  # fmt: skip
+        acc = [m["accuracy"] for m in out["t"]["clients"][4].values()]
+        assert len(acc) == 3 and np.mean(acc) > 0.8  # three classes: chance is about 0.4
+    with pytest.raises(ValueError, match="feature-shift transforms images"):
+        ArrayFederation(X, y).client_data(0, 4, {"feature-shift": True})

@@ -26,7 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 from icml24.federated.coala.config import ClientConfig, CoalaConfig, DataConfig, ServerConfig, merge_config
-from icml24.federated.coala.data import ClientData, DigitsFederation, ServerData, task_splits
+from icml24.federated.coala.data import (
+    ArrayFederation,
+    ClientData,
+    DigitsFederation,
+    FederatedDataset,
+    ServerData,
+    task_splits,
+)
 from icml24.federated.coala.models import LeNetTiny, bn_state_keys
 from icml24.federated.coala.partition import (
     DOMAINS,
@@ -59,6 +66,8 @@ _FLOWER_NAMES = (
 )
 
 __all__ = [
+    "ArrayFederation",
+    "FederatedDataset",
     "DOMAINS",
     "SLUG",
     "ClassPartitioner",

@@ -16,17 +16,22 @@ the domain, and each client tests on its domain's test share; ``labels-per-class
 label-in-server semi-supervised scenario (the server holds that many labelled samples per class, the clients
 the rest without labels); ``task-classes`` [all]: a client keeps only samples of these classes (a task of
 class-incremental learning).
+
+Any data, not only images (issue 35): the ClientApp needs only an object with the :class:`FederatedDataset`
+protocol, a method ``client_data(partition_id, num_partitions, scenario) -> ClientData``.
+:class:`ArrayFederation` is that object for a user's own arrays: tabular rows ``(n, d)``, text embeddings, or
+images, with integer labels, divided by the same scenario keys (feature shift needs images).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from icml24.federated.coala._checks import int_at_least
+from icml24.federated.coala._checks import int_at_least, labels_1d
 from icml24.federated.coala.partition import (
     DOMAINS,
     Partitioner,
@@ -35,7 +40,14 @@ from icml24.federated.coala.partition import (
     make_partitioner,
 )
 
-__all__ = ["ClientData", "DigitsFederation", "ServerData", "task_splits"]
+__all__ = [
+    "ArrayFederation",
+    "ClientData",
+    "DigitsFederation",
+    "FederatedDataset",
+    "ServerData",
+    "task_splits",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,17 @@ class ServerData:
     y_labeled: np.ndarray
 
 
+@runtime_checkable
+class FederatedDataset(Protocol):
+    """The data level as the ClientApp sees it: what client ``partition_id`` of ``num_partitions`` holds in a
+    scenario (the round's ConfigRecord keys). ``ClientData.x_train`` / ``x_test`` are whatever the task's model
+    takes (images, tabular rows, token ids), ``y_*`` integer class labels (``y_train`` None: unlabeled)."""
+
+    def client_data(
+        self, partition_id: int, num_partitions: int, scenario: Mapping[str, Any]
+    ) -> ClientData: ...
+
+
 def _get(scenario: Mapping[str, Any], key: str, default: Any) -> Any:
     value = scenario.get(key, default)
     return default if value is None else value
@@ -73,7 +96,11 @@ class DigitsFederation:
     """
 
     def __init__(self, *, test_fraction: float = 0.3, partitioner: Partitioner | None = None) -> None:
-        if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) or not 0 < test_fraction < 1:
+        if (
+            isinstance(test_fraction, bool)
+            or not isinstance(test_fraction, (int, float))
+            or not 0 < test_fraction < 1
+        ):
             raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
         if partitioner is not None and not isinstance(partitioner, Partitioner):
             raise TypeError(f"partitioner must be a Partitioner, got {type(partitioner).__name__}")
@@ -112,24 +139,34 @@ class DigitsFederation:
         pool = np.arange(y_tr.size)
         labeled = np.empty(0, dtype=np.int64)
         if lpc > 0:
-            labeled = np.concatenate([rng.permutation(np.flatnonzero(y_tr == c))[:lpc] for c in np.unique(y_tr)])
+            labeled = np.concatenate(
+                [rng.permutation(np.flatnonzero(y_tr == c))[:lpc] for c in np.unique(y_tr)]
+            )
             pool = np.setdiff1d(pool, labeled)
         if shift:
+            if x_tr.ndim != 4:
+                raise ValueError(f"feature-shift transforms images (n, c, h, w); this federation's inputs have shape "
+                                 f"{x_tr.shape}")  # fmt: skip
             n_dom = len(domains)
             if num_partitions < n_dom:
-                raise ValueError(f"feature shift needs at least one client per domain: {num_partitions} < {n_dom}")
+                raise ValueError(
+                    f"feature shift needs at least one client per domain: {num_partitions} < {n_dom}"
+                )
             dom_of = [k * n_dom // num_partitions for k in range(num_partitions)]
             tr_chunks = np.array_split(rng.permutation(pool), n_dom)
             te_chunks = np.array_split(rng.permutation(y_te.size), n_dom)
             parts: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * num_partitions
             for d in range(n_dom):
                 members = [k for k in range(num_partitions) if dom_of[k] == d]
-                for k, share in zip(members, np.array_split(rng.permutation(tr_chunks[d]), len(members)), strict=True):
+                for k, share in zip(
+                    members, np.array_split(rng.permutation(tr_chunks[d]), len(members)), strict=True
+                ):
                     parts[k] = share
             out = {"parts": parts, "domain_of": dom_of, "test_chunks": te_chunks, "domains": domains}
         else:
-            splitter = self.partitioner or make_partitioner(label_key[0], alpha=label_key[1],
-                                                            classes_per_client=label_key[2], min_size=label_key[3])
+            splitter = self.partitioner or make_partitioner(
+                label_key[0], alpha=label_key[1], classes_per_client=label_key[2], min_size=label_key[3]
+            )
             parts = [pool[p] for p in splitter(y_tr[pool], num_partitions, rng)]
             out = {"parts": parts, "domain_of": [0] * num_partitions, "test_chunks": [np.arange(y_te.size)],
                    "domains": domains}  # fmt: skip
@@ -178,8 +215,43 @@ class DigitsFederation:
         rows = []
         for k in range(num_partitions):
             y = self.client_data(k, num_partitions, scenario).y_train
-            rows.append(np.bincount(y, minlength=num_classes) if y is not None else np.zeros(num_classes, int))
+            rows.append(
+                np.bincount(y, minlength=num_classes) if y is not None else np.zeros(num_classes, int)
+            )
         return np.stack(rows)
+
+
+class ArrayFederation(DigitsFederation):
+    """A user's own labelled arrays as a federation: the same scenarios (IID / Dirichlet / k classes per
+    client, semi-supervised, class-incremental) over any inputs, e.g. the rows of a tabular dataset.
+
+    Args:
+        x: inputs ``(n, ...)``: tabular rows ``(n, d)``, embeddings, or images ``(n, c, h, w)``; finite reals.
+        y: integer class labels ``(n,)`` in ``0 .. C - 1``.
+        test_fraction, partitioner: as in :class:`DigitsFederation`.
+    """
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, *, test_fraction: float = 0.3,
+                 partitioner: Partitioner | None = None) -> None:  # fmt: skip
+        super().__init__(test_fraction=test_fraction, partitioner=partitioner)
+        xa = np.asarray(x)
+        if xa.ndim < 2 or xa.shape[0] < 2 or not np.issubdtype(xa.dtype, np.number) or np.iscomplexobj(xa):
+            raise ValueError(
+                f"x must be a real array of at least 2 rows, (n, ...), got shape {xa.shape}, dtype {xa.dtype}"
+            )
+        xa = xa.astype(np.float32)
+        if not np.isfinite(xa).all():
+            raise ValueError("x must be finite")
+        ya = labels_1d(y, "y")
+        if ya.shape[0] != xa.shape[0]:
+            raise ValueError(
+                f"x and y must have the same number of rows, got {xa.shape[0]} and {ya.shape[0]}"
+            )
+        self._x, self._y = xa, ya.astype(np.int64)
+
+    def load(self) -> tuple[np.ndarray, np.ndarray]:
+        """The arrays given to the constructor."""
+        return self._x, self._y
 
 
 def task_splits(num_classes: int = 10, num_tasks: int = 5) -> list[list[int]]:

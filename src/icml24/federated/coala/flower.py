@@ -30,6 +30,7 @@ for ``flwr run`` on a SuperLink with SuperNodes started with ``--node-config "pa
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,9 +55,16 @@ from flwr.serverapp.strategy import FedAvg
 from flwr.serverapp.strategy.strategy_utils import sample_nodes
 from flwr.supercore import log
 
+from icml24.conformal.rob_fcp.weights import check_max_weight_ratio, weight_cap
 from icml24.federated.coala._checks import finite_float, int_at_least, one_of
-from icml24.federated.coala.aggregation import fedavg_states
-from icml24.federated.coala.data import DigitsFederation
+from icml24.federated.coala.aggregation import (
+    check_evaluate_reply,
+    check_train_reply,
+    fedavg_states,
+    screen_updates,
+    update_norm,
+)
+from icml24.federated.coala.data import DigitsFederation, FederatedDataset
 from icml24.federated.coala.task import ClassificationTask, LocalTraining
 
 __all__ = [
@@ -125,6 +133,18 @@ class CoalaFedAvg(FedAvg):
         min_available_nodes: wait for this many nodes before the first round.
         num_partitions: use only the nodes of partitions ``0 .. num_partitions - 1`` (None: every node); a
             scenario with fewer clients than SuperNodes runs in the same federation.
+        max_num_examples: a reply claiming more examples than this is dropped (with its reason).
+        max_weight_ratio: a client's weight is capped at this many times the round's median ``num-examples``
+            (Rob-FCP's cap; None: no cap). 10 lies above the honest spread of our Dirichlet(0.1) splits (the
+            largest of 5 selected clients holds up to 5.9x the median) and caps a claim of 10^12 examples.
+        max_update_ratio: an update whose norm exceeds this many times the round's median update norm is
+            dropped (None: no screen); needs three or more clients a round to resist one absurd update.
+
+    Every reply is checked before it is averaged (:func:`~icml24.federated.coala.aggregation.check_train_reply`:
+    the global model's keys, shapes and dtypes, finite floats, a finite integer ``num-examples`` in
+    ``[0, max_num_examples]``); a bad one is dropped by node id with a log line, never raised. Per round:
+    ``dropped_`` (partitions dropped), ``rejected_`` (``{node_id: reason}``), ``capped_`` (``{node_id:
+    (claimed, used)}``) and ``update_ratios_`` (each kept update's norm over the round's median).
     """
 
     def __init__(
@@ -138,8 +158,17 @@ class CoalaFedAvg(FedAvg):
         seed: int = 0,
         min_available_nodes: int = 1,
         num_partitions: int | None = None,
+        max_num_examples: float = 1e9,
+        max_weight_ratio: float | None = 10.0,
+        max_update_ratio: float | None = 100.0,
     ) -> None:
-        self.num_partitions = None if num_partitions is None else int_at_least(num_partitions, "num_partitions", 1)
+        self.max_num_examples = finite_float(max_num_examples, "max_num_examples", low=1.0)
+        self.max_weight_ratio = check_max_weight_ratio(max_weight_ratio)
+        self.max_update_ratio = None if max_update_ratio is None else finite_float(
+            max_update_ratio, "max_update_ratio", low=1.0)  # fmt: skip
+        self.num_partitions = (
+            None if num_partitions is None else int_at_least(num_partitions, "num_partitions", 1)
+        )
         self.clients_per_round = int_at_least(clients_per_round, "clients_per_round", 1)
         self.aggregation_strategy = one_of(aggregation_strategy, "aggregation_strategy", ("FedAvg", "equal"))
         if isinstance(local_keys, str):
@@ -158,6 +187,10 @@ class CoalaFedAvg(FedAvg):
         self.client_metrics_: dict[int, dict[int, dict[str, float]]] = {}
         self.selected_: dict[int, list[int]] = {}
         self.dropped_: dict[int, list[int]] = {}
+        self.rejected_: dict[int, dict[int, str]] = {}
+        self.capped_: dict[int, dict[int, tuple[float, float]]] = {}
+        self.update_ratios_: dict[int, list[float]] = {}
+        self.rejected_evaluations_: dict[int, dict[int, str]] = {}
         self.num_rounds_ = 0
         self._rng = np.random.default_rng(self.seed)
         self._global: ArrayRecord | None = None
@@ -171,7 +204,9 @@ class CoalaFedAvg(FedAvg):
               evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None) -> Any:  # fmt: skip
         """Flower's round loop; records ``num_rounds`` so the last round can be evaluated in client."""
         self.num_rounds_ = int(num_rounds)
-        return super().start(grid, initial_arrays, num_rounds, timeout, train_config, evaluate_config, evaluate_fn)
+        return super().start(
+            grid, initial_arrays, num_rounds, timeout, train_config, evaluate_config, evaluate_fn
+        )
 
     # -- stages --------------------------------------------------------------------------------------------
     def partition_of(self, node_id: int) -> int:
@@ -184,7 +219,9 @@ class CoalaFedAvg(FedAvg):
         Replies arrive in completion order, which the simulation engine's scheduling varies from run to run,
         and a float sum depends on its order: aggregating in partition order makes a round a pure function of
         the clients' replies (without it the same seed gave FedBN 0.7398 in one run and 0.7407 in another)."""
-        return sorted(replies, key=lambda m: (self.partition_of(m.metadata.src_node_id), m.metadata.src_node_id))
+        return sorted(
+            replies, key=lambda m: (self.partition_of(m.metadata.src_node_id), m.metadata.src_node_id)
+        )
 
     def eligible_nodes(self, grid: Grid) -> list[int]:
         """The connected nodes this strategy may use, ordered by partition id."""
@@ -201,14 +238,83 @@ class CoalaFedAvg(FedAvg):
         return [ordered[i] for i in sorted(picks)]
 
     def aggregation(self, server_round: int, replies: Sequence[RecordDict]) -> dict[str, np.ndarray]:
-        """COALA's ``aggregation``: Flower's weighted mean over the non-local keys."""
+        """COALA's ``aggregation``: Flower's weighted mean over the non-local keys (``replies`` are checked
+        already; their ``num-examples`` are the capped weights)."""
         states = [{k: v.numpy() for k, v in r.array_records[ARRAYS_KEY].items()} for r in replies]
         weights = None
         if self.aggregation_strategy == "FedAvg":
             weights = [float(next(iter(r.metric_records.values()))[self.weighted_by_key]) for r in replies]
             if not sum(weights) > 0:
+                log(
+                    INFO,
+                    "COALA: every kept client of round %d reports 0 examples; equal weights",
+                    server_round,
+                )
                 weights = None
         return fedavg_states(states, weights, local_keys=self.local_keys)
+
+    def _drop(self, server_round: int, node: int, reason: str) -> None:
+        self.rejected_.setdefault(server_round, {})[node] = reason
+        self.dropped_.setdefault(server_round, []).append(self.partition_of(node))
+        log(WARNING, "COALA: dropped node %d (partition %d) from round %d: %s", node, self.partition_of(node),
+            server_round, reason)  # fmt: skip
+
+    def screen_replies(self, server_round: int, replies: Iterable[Message]) -> list[tuple[int, dict, float]]:
+        """The usable replies of a round as ``(node_id, state, weight)`` in partition order: each checked
+        (keys, shapes, dtypes, finite floats, count), absurd updates screened against the round's median
+        norm, weights capped at ``max_weight_ratio`` x the median count. Every drop and cap is logged."""
+        if self._global is not None:
+            reference = {k: (tuple(a.numpy().shape), a.numpy().dtype) for k, a in self._global.items()}
+        else:  # aggregate_train without configure_train: the signature most replies share
+            sigs = []
+            for m in replies:
+                with contextlib.suppress(Exception):
+                    rec = m.content.array_records[ARRAYS_KEY]
+                    sigs.append(
+                        tuple((k, tuple(a.numpy().shape), str(a.numpy().dtype)) for k, a in rec.items())
+                    )
+            if not sigs:
+                return []
+            best = max(set(sigs), key=lambda s: (sigs.count(s), -sigs.index(s)))
+            reference = {k: (shape, np.dtype(dt)) for k, shape, dt in best}
+        seen: set[int] = set()
+        checked: list[tuple[int, dict, float]] = []
+        for m in self.in_partition_order(replies):
+            node = int(m.metadata.src_node_id)
+            if node in seen:
+                self._drop(server_round, node, "a second reply from the same node (only its first counts)")
+                continue
+            seen.add(node)
+            state, n, reason = check_train_reply(m.content, reference, arrays_key=ARRAYS_KEY, metrics_key=METRICS_KEY,
+                                                 max_num_examples=self.max_num_examples)  # fmt: skip
+            if reason is not None:
+                self._drop(server_round, node, reason)
+                continue
+            checked.append((node, state, float(n)))
+        if not checked:
+            return []
+        shared = [k for k in reference if k not in self.local_keys]
+        if self._global is not None:
+            base = {k: self._global[k].numpy() for k in shared}
+            norms = [update_norm(st, base, shared) for _, st, _ in checked]
+            keep = screen_updates(norms, self.max_update_ratio)
+            med = float(np.median(norms))
+            self.update_ratios_[server_round] = [v / med if med > 0 else 0.0 for v in norms]
+            for (node, _, _), v, ok in zip(checked, norms, keep, strict=True):
+                if not ok:
+                    self._drop(server_round, node, f"update norm {v:.3g} > {self.max_update_ratio:g} x the round's "
+                               f"median {med:.3g}")  # fmt: skip
+            checked = [c for c, ok in zip(checked, keep, strict=True) if ok]
+        counts = [n for _, _, n in checked]
+        cap = weight_cap(counts, self.max_weight_ratio) if counts else math.inf
+        out = []
+        for node, st, n in checked:
+            if n > cap:
+                self.capped_.setdefault(server_round, {})[node] = (n, cap)
+                log(WARNING, "COALA: node %d claims %g examples in round %d; its weight is capped at %g", node, n,
+                    server_round, cap)  # fmt: skip
+            out.append((node, st, min(n, cap)))
+        return out
 
     def post_aggregation(self, server_round: int, arrays: ArrayRecord) -> ArrayRecord:
         """COALA's server ``post_train`` stage, after aggregation (identity here)."""
@@ -227,25 +333,31 @@ class CoalaFedAvg(FedAvg):
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message],
                         ) -> tuple[ArrayRecord | None, MetricRecord | None]:  # fmt: skip
-        valid, _ = self._check_and_log_replies(replies, is_train=True)
-        valid = self.in_partition_order(valid)
-        contents = []
-        for m in valid:  # a diverged client (NaN / inf in its model) is left out of the round, not averaged
-            if all(np.isfinite(a.numpy()).all() for a in m.content.array_records[ARRAYS_KEY].values()
-                   if np.issubdtype(a.numpy().dtype, np.floating)):  # fmt: skip
-                contents.append(m.content)
-            else:
-                self.dropped_.setdefault(server_round, []).append(self.partition_of(m.metadata.src_node_id))
-                log(WARNING, "COALA: node %d sent non-finite arrays; left out of round %d",
-                    m.metadata.src_node_id, server_round)  # fmt: skip
-        if not contents:
+        """Check every reply (:meth:`screen_replies`), average the usable ones with capped weights; a round
+        without a usable reply aggregates nothing (the global model stays)."""
+        valid, _ = self._check_and_log_replies(replies, is_train=True, validate=False)
+        kept = self.screen_replies(server_round, valid)
+        if not kept:
             return None, None
+        by_node = {int(m.metadata.src_node_id): m for m in valid}
+        contents = []
+        for node, state, weight in kept:
+            metrics = by_node[node].content.metric_records
+            mr = metrics[METRICS_KEY] if METRICS_KEY in metrics else next(iter(metrics.values()))
+            extra = {k: float(v) for k, v in mr.items() if k != self.weighted_by_key and _finite_scalar(v)}
+            contents.append(RecordDict({ARRAYS_KEY: ArrayRecord({k: Array(a) for k, a in state.items()}),
+                                        METRICS_KEY: MetricRecord({**extra, self.weighted_by_key: weight})}))  # fmt: skip
+        common = set.intersection(*(set(c.metric_records[METRICS_KEY].keys()) for c in contents))
+        for c in contents:  # only the metrics every kept client reports are averaged
+            mr = c.metric_records[METRICS_KEY]
+            for k in [k for k in mr if k not in common]:
+                del mr[k]
         merged = self.aggregation(server_round, contents)
         base = self._global if self._global is not None else contents[0].array_records[ARRAYS_KEY]
         arrays = ArrayRecord({k: Array(np.asarray(merged[k])) if k in merged else base[k] for k in base})
         arrays = self.post_aggregation(server_round, arrays)
-        weights = [float(next(iter(c.metric_records.values()))[self.weighted_by_key]) for c in contents]
-        metrics = self.train_metrics_aggr_fn(contents, self.weighted_by_key) if sum(weights) > 0 else None
+        total = sum(w for _, _, w in kept)
+        metrics = self.train_metrics_aggr_fn(contents, self.weighted_by_key) if total > 0 else None
         return arrays, metrics
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -260,15 +372,52 @@ class CoalaFedAvg(FedAvg):
         return self._construct_messages(record, self.eligible_nodes(grid), MessageType.EVALUATE)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        replies = self.in_partition_order(replies)
+        """Per-client test results (kept in ``client_metrics_``) and their mean weighted by the capped
+        ``num-examples``; a reply with a bad count, an accuracy outside [0, 1] or a non-finite metric is
+        skipped by node id with a log line (``rejected_evaluations_``)."""
         per_client: dict[int, dict[str, float]] = {}
-        for msg in replies:
+        rows: list[tuple[int, dict[str, float]]] = []
+        rejected: dict[int, str] = {}
+        seen: set[int] = set()
+        for msg in self.in_partition_order(replies):
             if msg.has_error():
                 continue
-            m = next(iter(msg.content.metric_records.values()))
-            per_client[self.partition_of(msg.metadata.src_node_id)] = {k: float(v) for k, v in m.items()}
+            node = int(msg.metadata.src_node_id)
+            if node in seen:
+                continue
+            seen.add(node)
+            m, reason = check_evaluate_reply(msg.content, metrics_key=METRICS_KEY,
+                                             max_num_examples=self.max_num_examples)  # fmt: skip
+            if reason is not None:
+                rejected[node] = reason
+                log(
+                    WARNING,
+                    "COALA: evaluation of node %d skipped in round %d: %s",
+                    node,
+                    server_round,
+                    reason,
+                )
+                continue
+            per_client[self.partition_of(node)] = m
+            rows.append((node, m))
         self.client_metrics_[server_round] = per_client
-        return super().aggregate_evaluate(server_round, replies)
+        if rejected:
+            self.rejected_evaluations_[server_round] = rejected
+        if not rows:
+            return None
+        counts = [m["num-examples"] for _, m in rows]
+        cap = weight_cap(counts, self.max_weight_ratio)
+        common = set.intersection(*(set(m) for _, m in rows))
+        records = [RecordDict({METRICS_KEY: MetricRecord({k: (min(m[k], cap) if k == self.weighted_by_key else m[k])
+                                                          for k in sorted(common)})}) for _, m in rows]  # fmt: skip
+        if not sum(min(c, cap) for c in counts) > 0:
+            return None
+        return self.evaluate_metrics_aggr_fn(records, self.weighted_by_key)
+
+
+def _finite_scalar(value: object) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+            and math.isfinite(value))  # fmt: skip
 
 
 class CoalaFedProx(CoalaFedAvg):
@@ -338,7 +487,9 @@ def _local_key(config: Mapping[str, Any]) -> str:
     return f"local::{config.get('run-name', 'run')}"
 
 
-def _prepare_model(task: ClassificationTask, msg: Message, context: Context) -> tuple[torch.nn.Module, set[str]]:
+def _prepare_model(
+    task: ClassificationTask, msg: Message, context: Context
+) -> tuple[torch.nn.Module, set[str]]:
     config = msg.content.config_records[CONFIG_KEY]
     model = task.build_model()
     _load_state(model, msg.content.array_records[ARRAYS_KEY])
@@ -353,7 +504,9 @@ def _prepare_model(task: ClassificationTask, msg: Message, context: Context) -> 
     return model, local
 
 
-def make_client_app(task: ClassificationTask | None = None, federation: DigitsFederation | None = None) -> ClientApp:
+def make_client_app(
+    task: ClassificationTask | None = None, federation: FederatedDataset | None = None
+) -> ClientApp:
     """A ClientApp for COALA's scenarios.
 
     ``train``: load the global arrays (and the client's own local keys), run ``task.fit`` on the client's
@@ -364,14 +517,17 @@ def make_client_app(task: ClassificationTask | None = None, federation: DigitsFe
 
     Args:
         task: the task level (model, loss, local loop); default :class:`ClassificationTask`.
-        federation: the data level; default :class:`~icml24.federated.coala.data.DigitsFederation`.
+        federation: the data level, any :class:`~icml24.federated.coala.data.FederatedDataset` (an object with
+            ``client_data``): default :class:`~icml24.federated.coala.data.DigitsFederation`; a user's tabular or
+            text arrays: :class:`~icml24.federated.coala.data.ArrayFederation`.
     """
     task = task if task is not None else ClassificationTask()
     federation = federation if federation is not None else DigitsFederation()
     if not isinstance(task, ClassificationTask):
         raise TypeError(f"task must be a ClassificationTask, got {type(task).__name__}")
-    if not isinstance(federation, DigitsFederation):
-        raise TypeError(f"federation must be a DigitsFederation, got {type(federation).__name__}")
+    if not isinstance(federation, FederatedDataset):
+        raise TypeError(f"federation must have a client_data method (the FederatedDataset protocol), got "
+                        f"{type(federation).__name__}")  # fmt: skip
     app = ClientApp()
 
     @app.train()
@@ -392,10 +548,20 @@ def make_client_app(task: ClassificationTask | None = None, federation: DigitsFe
                            seen_classes=list(ce) if ce else None)  # fmt: skip
         if local:
             state = model.state_dict()
-            context.state[_local_key(config)] = ArrayRecord({k: Array(state[k].cpu().numpy().copy()) for k in local})
-        reply = RecordDict({ARRAYS_KEY: state_arrays(model),
-                            METRICS_KEY: MetricRecord({"num-examples": int(metrics["num-examples"]),
-                                                       "train-loss": float(np.nan_to_num(metrics["train-loss"]))})})
+            context.state[_local_key(config)] = ArrayRecord(
+                {k: Array(state[k].cpu().numpy().copy()) for k in local}
+            )
+        reply = RecordDict(
+            {
+                ARRAYS_KEY: state_arrays(model),
+                METRICS_KEY: MetricRecord(
+                    {
+                        "num-examples": int(metrics["num-examples"]),
+                        "train-loss": float(np.nan_to_num(metrics["train-loss"])),
+                    }
+                ),
+            }
+        )
         return Message(content=reply, reply_to=msg)
 
     @app.evaluate()
@@ -431,7 +597,9 @@ def discover_partitions(grid: Grid, min_nodes: int = 1, timeout: float = 600) ->
     out: dict[int, int] = {}
     for reply in grid.send_and_receive(msgs, timeout=timeout):
         if not reply.has_error():
-            out[int(reply.metadata.src_node_id)] = int(reply.content.metric_records[METRICS_KEY]["partition-id"])
+            out[int(reply.metadata.src_node_id)] = int(
+                reply.content.metric_records[METRICS_KEY]["partition-id"]
+            )
     return out
 
 
@@ -463,8 +631,14 @@ class FederatedRun:
         wall = time.perf_counter() - t0
         server_eval = {r: dict(m) for r, m in result.evaluate_metrics_serverapp.items()}
         arrays = result.arrays if len(result.arrays) else initial
-        return {"arrays": arrays, "server": server_eval, "clients": self.strategy.client_metrics_,
-                "selected": self.strategy.selected_, "seconds": wall, "rounds": self.num_rounds}
+        return {
+            "arrays": arrays,
+            "server": server_eval,
+            "clients": self.strategy.client_metrics_,
+            "selected": self.strategy.selected_,
+            "seconds": wall,
+            "rounds": self.num_rounds,
+        }
 
 
 @dataclass
@@ -552,7 +726,7 @@ def run_coala_simulation(
     *,
     num_supernodes: int,
     task: ClassificationTask | None = None,
-    federation: DigitsFederation | None = None,
+    federation: FederatedDataset | None = None,
     num_cpus: int = 1,
 ) -> dict[str, Any]:
     """Run ``experiments`` in Flower's simulation engine (Ray) on ``num_supernodes`` SuperNodes, one start.
@@ -590,8 +764,13 @@ class InProcessGrid(Grid):
         self.client_app = client_app
         self._nodes = [int(first_node_id) + 7 * k for k in range(n)]
         self._contexts = {
-            node: Context(run_id=1, node_id=node, node_config={"partition-id": k, "num-partitions": n},
-                          state=RecordDict(), run_config={})  # fmt: skip
+            node: Context(
+                run_id=1,
+                node_id=node,
+                node_config={"partition-id": k, "num-partitions": n},
+                state=RecordDict(),
+                run_config={},
+            )  # fmt: skip
             for k, node in enumerate(self._nodes)
         }
 
@@ -637,7 +816,7 @@ def run_in_process(
     *,
     num_supernodes: int,
     task: ClassificationTask | None = None,
-    federation: DigitsFederation | None = None,
+    federation: FederatedDataset | None = None,
     client_app: ClientApp | None = None,
 ) -> dict[str, Any]:
     """The same as :func:`run_coala_simulation` on an :class:`InProcessGrid` (no Ray): for tests, debugging
