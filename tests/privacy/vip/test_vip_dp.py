@@ -39,6 +39,15 @@ pytestmark = [
 TINY = MAEConfig(image_size=8, patch_size=4, dim=8, depth=1, num_heads=2, decoder_dim=8, decoder_heads=2)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_accounts(monkeypatch):
+    """Each test starts as a fresh process would: no dataset has been spent on yet (the per-process record of
+    spent datasets is what refuses a second call on the same data; tests/privacy/vip/test_vip_accounts.py)."""
+    from icml24.privacy.vip import dp
+
+    monkeypatch.setattr(dp, "_ACCOUNTS", {})
+
+
 def _gsm(model):
     from opacus import GradSampleModule
     from opacus.grad_sample import register_grad_sampler
@@ -179,7 +188,11 @@ def test_realised_epsilon_equals_target_within_tolerance():
     privacy = DPConfig(target_epsilon=3.0, max_physical_batch_size=16)
     out = train_mae_private(model, _private_data(), TRAIN, privacy, seed=0)
     assert out.steps == TRAIN.steps == len(out.losses)
-    assert privacy.target_epsilon - privacy.epsilon_tolerance < out.epsilon <= privacy.target_epsilon
+    # Calibrated on the stricter of the two accountants: both within the budget, the stricter within tolerance.
+    assert out.epsilon <= privacy.target_epsilon and out.epsilon_dp_accounting <= privacy.target_epsilon
+    strict = max(out.epsilon, out.epsilon_dp_accounting)
+    assert privacy.target_epsilon - privacy.epsilon_tolerance < strict <= privacy.target_epsilon
+    assert out.epsilon_call == out.epsilon and out.account.spent() == out.epsilon and out.secure_mode is False
     assert out.epsilon == pytest.approx(epsilon_for(out.noise_multiplier, out.sample_rate, TRAIN.steps, out.delta))
     assert out.delta == pytest.approx(1 / 400) and out.sample_rate == pytest.approx(1 / 5)
     # Poisson sampling: the logical batch size varies around qN = 40.

@@ -5,7 +5,8 @@ DP-SGD (through Opacus) on private images.
 * :class:`MaskedAutoencoder`, :class:`MAEConfig`: the MAE on the shared tiny ViT (per-image loss, Sec. 3).
 * :func:`train_mae`: non-private MAE training (Stage 1, synthetic pre-training).
 * :func:`train_mae_private`, :class:`DPConfig`, :class:`MAETrainConfig`: DP-AdamW through Opacus with a
-  hard budget (:func:`attach_budget_guard`, :class:`PrivacyBudgetExceededError`) (Stage 2).
+  hard budget (:func:`attach_budget_guard`, :class:`PrivacyBudgetExceededError`) (Stage 2);
+  :class:`PrivacyAccount` composes the calls on one dataset; :func:`calibrate_noise` (stricter of two accountants).
 * :func:`noise_multiplier_for`, :func:`epsilon_for` (Opacus) and :func:`epsilon_dp_accounting`,
   :func:`noise_multiplier_dp_accounting` (dp-accounting, the cross-check).
 * :func:`synthetic_images`, :func:`private_digits`: the miniature's data; :func:`linear_probe_accuracy`, :func:`few_shot_probe_accuracy`.
@@ -15,9 +16,11 @@ from icml24.privacy.vip.data import PrivateDigits, private_digits, synthetic_ima
 from icml24.privacy.vip.dp import (
     DPConfig,
     MAETrainConfig,
+    PrivacyAccount,
     PrivacyBudgetExceededError,
     TrainResult,
     attach_budget_guard,
+    calibrate_noise,
     epsilon_dp_accounting,
     epsilon_for,
     noise_multiplier_dp_accounting,
@@ -36,10 +39,12 @@ __all__ = [
     "MAEConfig",
     "MAETrainConfig",
     "MaskedAutoencoder",
+    "PrivacyAccount",
     "PrivacyBudgetExceededError",
     "PrivateDigits",
     "TrainResult",
     "attach_budget_guard",
+    "calibrate_noise",
     "epsilon_dp_accounting",
     "epsilon_for",
     "few_shot_probe_accuracy",

@@ -17,6 +17,21 @@ physical ones; the noise multiplier comes from Opacus's RDP accountant (:func:`n
 calibration ``make_private_with_epsilon`` uses, fed the number of steps rather than of epochs).
 :func:`attach_budget_guard` makes the budget hard: a step that would take the spent epsilon past the target
 raises :class:`PrivacyBudgetExceededError` before the update is applied.
+
+Privacy composes across calls: two private runs on the same records spend more than either alone (two calls of
+epsilon 3.99 each on one dataset spent 5.28 together). :class:`PrivacyAccount` is the accountant of one dataset
+across calls: every call made with it is composed into it, its sigma calibrated so that the *total* stays within
+the account's budget. A second call on data an earlier call already used, without an account, is refused.
+
+sigma is calibrated on the stricter of two accountants, Opacus's and Google's ``dp-accounting`` RDP (their RDP
+orders and conversions differ: Opacus-calibrated runs at "epsilon <= 8" read 8.001-8.013 in ``dp-accounting``),
+so the spent epsilon is within the budget by both.
+
+Randomness: by default the noise and the Poisson batches come from seeded torch generators, so a run is
+reproducible, and the noise is therefore **not secret**: anyone with the seed can subtract it. Seeded noise is
+for reproducing experiments only. ``DPConfig(secure_mode=True)`` uses Opacus's secure mode (a cryptographically
+secure generator from ``torchcsprng`` for the noise and the batch sampling, and Opacus's defence against
+floating-point attacks); the seed then has no effect on the noise.
 """
 
 from __future__ import annotations
@@ -37,6 +52,7 @@ from icml24.privacy.vip.mae import MaskedAutoencoder, MaskTokenFill, mask_token_
 __all__ = [
     "DPConfig",
     "MAETrainConfig",
+    "PrivacyAccount",
     "PrivacyBudgetExceededError",
     "TrainResult",
     "attach_budget_guard",
@@ -136,8 +152,14 @@ class DPConfig:
     """Opacus accountant that calibrates sigma and tracks the spent epsilon (the repo uses RDP)."""
     epsilon_tolerance: float = 0.01
     """Calibration tolerance: sigma is found so that the spent epsilon lies in ``(target - tol, target]``."""
+    secure_mode: bool = False
+    """Opacus's secure mode: noise and batch sampling from a cryptographically secure generator
+    (``torchcsprng``, which must be installed). Off (the default), the noise is seeded: reproducible, and
+    therefore not secret; use the default to reproduce experiments, ``True`` to deploy."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.secure_mode, bool):
+            raise TypeError(f"secure_mode must be True or False, got {self.secure_mode!r}")
         _real("target_epsilon", self.target_epsilon, lo=0.0, lo_open=True)
         if self.delta is not None:
             _real("delta", self.delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -152,7 +174,9 @@ class DPConfig:
 
 
 # ---------------------------------------------------------------------------------------------- accounting
-def _check_accounting_args(noise_multiplier: float | None, sample_rate: float, steps: int, delta: float) -> None:
+def _check_accounting_args(
+    noise_multiplier: float | None, sample_rate: float, steps: int, delta: float
+) -> None:
     if noise_multiplier is not None:
         _real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     _real("sample_rate", sample_rate, lo=0.0, hi=1.0, lo_open=True)
@@ -192,7 +216,9 @@ def epsilon_dp_accounting(noise_multiplier: float, sample_rate: float, steps: in
 
     _check_accounting_args(noise_multiplier, sample_rate, steps, delta)
     event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(float(sample_rate), dp_accounting.GaussianDpEvent(float(noise_multiplier))),
+        dp_accounting.PoissonSampledDpEvent(
+            float(sample_rate), dp_accounting.GaussianDpEvent(float(noise_multiplier))
+        ),
         int(steps),
     )
     acc = dp_accounting.rdp.RdpAccountant()
@@ -213,7 +239,80 @@ def noise_multiplier_dp_accounting(target_epsilon: float, sample_rate: float, st
             raise ValueError(f"target_epsilon {target_epsilon!r} needs a noise multiplier above 1e4")
     while hi - lo > tolerance:
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if epsilon_dp_accounting(mid, sample_rate, steps, delta) > target_epsilon else (lo, mid)
+        lo, hi = (
+            (mid, hi) if epsilon_dp_accounting(mid, sample_rate, steps, delta) > target_epsilon else (lo, mid)
+        )
+    return hi
+
+
+def _epsilon_both(
+    history: list[tuple[float, float, int]], delta: float, accountant: str
+) -> tuple[float, float]:
+    """``(Opacus epsilon, dp-accounting epsilon)`` of a composition ``[(sigma, q, steps), ...]`` at ``delta``."""
+    import dp_accounting
+    from opacus.accountants.utils import create_accountant
+
+    acc = create_accountant(_accountant_name(accountant))
+    acc.history = list(history)
+    event = dp_accounting.ComposedDpEvent([
+        dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(float(q), dp_accounting.GaussianDpEvent(float(sigma))), int(t))
+        for sigma, q, t in history])  # fmt: skip
+    google = dp_accounting.rdp.RdpAccountant()
+    google.compose(event)
+    return float(acc.get_epsilon(delta=delta)), float(google.get_epsilon(float(delta)))
+
+
+def calibrate_noise(target_epsilon: float, sample_rate: float, steps: int, delta: float, *,
+                    history: list[tuple[float, float, int]] | None = None, accountant: Literal["rdp", "prv"] = "rdp",
+                    epsilon_tolerance: float = 0.01) -> float:  # fmt: skip
+    """sigma such that ``history`` followed by ``steps`` steps at ``sample_rate`` spends at most
+    ``target_epsilon`` at ``delta`` by *both* Opacus's accountant and ``dp-accounting``'s RDP accountant, and
+    more than ``target_epsilon - epsilon_tolerance`` by the stricter one (bisection on sigma).
+
+    Raises :class:`PrivacyBudgetExceededError` when ``history`` alone already spends ``target_epsilon``."""
+    _check_accounting_args(None, sample_rate, steps, delta)
+    target = _real("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
+    tol = _real("epsilon_tolerance", epsilon_tolerance, lo=0.0, lo_open=True)
+    past = [(float(a), float(b), int(c)) for a, b, c in (history or [])]
+    if past and max(_epsilon_both(past, delta, accountant)) >= target:
+        raise PrivacyBudgetExceededError(
+            f"the earlier calls already spent epsilon {max(_epsilon_both(past, delta, accountant)):.4f} of the "
+            f"budget {target:g}: nothing is left for another private call"
+        )
+
+    def opacus(sigma: float) -> float:
+        from opacus.accountants.utils import create_accountant
+
+        acc = create_accountant(_accountant_name(accountant))
+        acc.history = [*past, (sigma, float(sample_rate), int(steps))]
+        return float(acc.get_epsilon(delta=delta))
+
+    def strict(sigma: float) -> float:
+        return max(_epsilon_both([*past, (sigma, float(sample_rate), int(steps))], delta, accountant))
+
+    def bisect(eps: Callable[[float], float], lo: float, hi: float) -> float:
+        while eps(hi) > target:
+            lo, hi = hi, 2 * hi
+            if hi > 1e6:
+                raise ValueError(f"target_epsilon {target_epsilon!r} needs a noise multiplier above 1e6")
+        while target - eps(hi) > tol:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if eps(mid) > target else (lo, mid)
+        return hi
+
+    # Opacus's accountant first (fast), then the stricter of the two from there: they differ by ~0.1% in
+    # epsilon, so the second bisection (dp-accounting costs ~0.3 s an evaluation) is short.
+    sigma = bisect(opacus, 0.0, 10.0)
+    if strict(sigma) <= target:
+        return sigma
+    hi = sigma * 1.01
+    while strict(hi) > target:
+        sigma, hi = hi, hi * 1.01
+    lo = sigma
+    while target - strict(hi) > tol:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if strict(mid) > target else (lo, mid)
     return hi
 
 
@@ -239,8 +338,8 @@ class BudgetGuard:
         return float(trial.get_epsilon(delta=self.delta))
 
     def spent(self) -> float:
-        """Epsilon spent so far at ``delta`` (0 before the first step)."""
-        return float(self.accountant.get_epsilon(delta=self.delta)) if self.steps else 0.0
+        """Epsilon spent so far at ``delta`` by the accountant, earlier calls included (0 before any step)."""
+        return float(self.accountant.get_epsilon(delta=self.delta)) if len(self.accountant.history) else 0.0
 
 
 def attach_budget_guard(optimizer: Any, accountant: Any, *, sample_rate: float, epsilon: float,
@@ -279,6 +378,83 @@ def attach_budget_guard(optimizer: Any, accountant: Any, *, sample_rate: float, 
     return guard
 
 
+# ---------------------------------------------------------------------------------------------- accounts
+def data_fingerprint(images: torch.Tensor) -> str:
+    """sha256 of a dataset's shape, dtype and bytes: which records a privacy account belongs to."""
+    import hashlib
+
+    t = images.detach().cpu().contiguous()
+    h = hashlib.sha256(f"{tuple(t.shape)}|{t.dtype}".encode())
+    h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+class PrivacyAccount:
+    """The privacy spent on one dataset across private calls (one accountant per dataset).
+
+    Pass the same account to every :func:`train_mae_private` call on the same records: each call is composed
+    into it, its sigma calibrated so that the account's *total* stays within ``epsilon`` (each call adds at
+    most its ``DPConfig.target_epsilon``; an exhausted account refuses the next call), and ``spent()`` is the guarantee that holds for the data after all of them. An
+    account is bound to the first dataset it is used with and refuses any other.
+
+    Args:
+        epsilon: the total budget over every call on this dataset.
+        delta: the budget's delta; None: ``1 / (2 N)`` of the dataset.
+        accountant: ``"rdp"`` or ``"prv"`` (Opacus's), as in :class:`DPConfig`.
+    """
+
+    def __init__(
+        self, epsilon: float, delta: float | None = None, *, accountant: Literal["rdp", "prv"] = "rdp"
+    ) -> None:
+        from opacus.accountants.utils import create_accountant
+
+        self.epsilon = _real("epsilon", epsilon, lo=0.0, lo_open=True)
+        self.delta = (
+            None if delta is None else _real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        )
+        self.accountant_name = _accountant_name(accountant)
+        self.accountant = create_accountant(self.accountant_name)
+        self.fingerprint: str | None = None
+        self.n_records: int | None = None
+        self.calls = 0
+
+    def bind(self, images: torch.Tensor) -> None:
+        """Tie the account to ``images`` on first use; refuse any other dataset afterwards."""
+        fp = data_fingerprint(images)
+        if self.fingerprint is None:
+            self.fingerprint, self.n_records = fp, len(images)
+            if self.delta is None:
+                self.delta = 1.0 / (2 * len(images))
+        elif fp != self.fingerprint:
+            raise ValueError(
+                "account belongs to another dataset (a privacy account tracks one set of records)"
+            )
+
+    @property
+    def history(self) -> list[tuple[float, float, int]]:
+        """The composed steps ``[(sigma, q, steps), ...]`` of every call so far."""
+        return list(self.accountant.history)
+
+    def spent(self) -> float:
+        """Epsilon spent on the dataset by every call so far (Opacus's accountant; 0 before any)."""
+        if not self.accountant.history or self.delta is None:
+            return 0.0
+        return float(self.accountant.get_epsilon(delta=self.delta))
+
+    def spent_dp_accounting(self) -> float:
+        """The same by Google's ``dp-accounting`` RDP accountant (the cross-check)."""
+        if not self.accountant.history or self.delta is None:
+            return 0.0
+        return _epsilon_both(self.history, self.delta, self.accountant_name)[1]
+
+    def __repr__(self) -> str:
+        return f"PrivacyAccount(epsilon={self.epsilon:g}, spent={self.spent():.4f}, calls={self.calls})"
+
+
+_ACCOUNTS: dict[str, PrivacyAccount] = {}
+"""Datasets this process has trained on privately: fingerprint -> the account that spent on it."""
+
+
 # ---------------------------------------------------------------------------------------------- training
 @dataclass
 class TrainResult:
@@ -289,7 +465,8 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)
     """Mean MAE loss of each step's batch (before the update)."""
     epsilon: float | None = None
-    """Epsilon spent, by the Opacus accountant (at ``delta``)."""
+    """Epsilon spent on the dataset so far, this call and every earlier call on its account (Opacus's accountant,
+    at ``delta``): the guarantee that holds for the data."""
     delta: float | None = None
     noise_multiplier: float | None = None
     """sigma: the noise std is ``sigma * C`` on the summed clipped gradients."""
@@ -297,6 +474,14 @@ class TrainResult:
     """Poisson sampling probability ``q``."""
     batch_sizes: list[int] = field(default_factory=list)
     """Realised logical batch sizes (Poisson: they vary around ``qN``)."""
+    epsilon_call: float | None = None
+    """Epsilon added by this call alone (``epsilon`` minus what the account had spent before it)."""
+    epsilon_dp_accounting: float | None = None
+    """``epsilon`` by Google's ``dp-accounting`` RDP accountant (the cross-check; <= the budget as well)."""
+    account: PrivacyAccount | None = None
+    """The dataset's privacy account; pass it to the next private call on the same data."""
+    secure_mode: bool | None = None
+    """Whether the noise came from a secure generator (False: seeded noise, for reproduction only)."""
 
 
 def _images(images: object) -> torch.Tensor:
@@ -359,41 +544,79 @@ def train_mae(model: MaskedAutoencoder, images: np.ndarray | torch.Tensor, confi
 
 
 def make_private_mae(model: MaskedAutoencoder, images: torch.Tensor, train: MAETrainConfig, privacy: DPConfig,
-                     seed: int) -> tuple[Any, Any, Any, Any, BudgetGuard, float]:  # fmt: skip
+                     seed: int, account: PrivacyAccount | None = None) -> tuple[Any, Any, Any, Any, BudgetGuard, float]:  # fmt: skip
     """Opacus objects for a private stage: ``(grad-sample module, DP optimizer, Poisson loader, engine, guard,
-    sigma)``. sigma is calibrated so that exactly ``train.steps`` steps spend ``privacy.target_epsilon``."""
+    sigma)``. sigma is calibrated (:func:`calibrate_noise`, the stricter of two accountants) so that exactly
+    ``train.steps`` steps bring the account's total to ``min(spent + privacy.target_epsilon, account.epsilon)``."""
     from opacus import PrivacyEngine
     from opacus.grad_sample import register_grad_sampler
 
     register_grad_sampler(MaskTokenFill)(mask_token_grad_sample)
     n = len(images)
-    delta = privacy.delta_for(n)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images), batch_size=min(train.batch_size, n))
+    if account is None:
+        account = PrivacyAccount(privacy.target_epsilon, privacy.delta_for(n), accountant=privacy.accountant)
+    account.bind(images)
+    delta = float(account.delta)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(images), batch_size=min(train.batch_size, n)
+    )
     sample_rate = 1.0 / len(loader)  # Opacus's convention (make_private sets q = 1/len(data_loader))
-    sigma = noise_multiplier_for(privacy.target_epsilon, sample_rate, train.steps, delta,
-                                 accountant=privacy.accountant, epsilon_tolerance=privacy.epsilon_tolerance)  # fmt: skip
-    torch.manual_seed(seed)  # Opacus draws the Poisson batches from torch's global generator (secure_mode off)
-    engine = PrivacyEngine(accountant=privacy.accountant)
+    # This call may add up to privacy.target_epsilon to what the dataset has spent, never past the account's total.
+    spent = max(account.spent(), account.spent_dp_accounting())  # by the stricter accountant
+    target = min(spent + privacy.target_epsilon, account.epsilon)
+    if target - spent <= privacy.epsilon_tolerance:
+        raise PrivacyBudgetExceededError(
+            f"the account has spent epsilon {spent:.4f} of its budget {account.epsilon:g} on these records: "
+            "nothing is left for another private call"
+        )
+    sigma = calibrate_noise(target, sample_rate, train.steps, delta, history=account.history,
+                            accountant=account.accountant_name, epsilon_tolerance=privacy.epsilon_tolerance)  # fmt: skip
+    if privacy.secure_mode:
+        try:
+            engine = PrivacyEngine(accountant=account.accountant_name, secure_mode=True)
+        except ImportError as exc:
+            raise ImportError("DPConfig(secure_mode=True) needs the torchcsprng package (Opacus's secure "
+                              f"generator): {exc}") from exc  # fmt: skip
+        noise_generator = None
+    else:
+        torch.manual_seed(
+            seed
+        )  # Opacus draws the Poisson batches from torch's global generator (secure_mode off)
+        engine = PrivacyEngine(accountant=account.accountant_name)
+        noise_generator = torch.Generator().manual_seed(seed + 2)  # seeded: reproducible, not secret
+    engine.accountant = (
+        account.accountant
+    )  # the dataset's accountant: this call composes with the earlier ones
     gsm, opt, dp_loader = engine.make_private(
         module=model, optimizer=_adamw(model, train), data_loader=loader, noise_multiplier=sigma,
         max_grad_norm=privacy.max_grad_norm, poisson_sampling=True, clipping="flat", grad_sample_mode="hooks",
-        noise_generator=torch.Generator().manual_seed(seed + 2),
+        noise_generator=noise_generator,
     )  # fmt: skip
-    guard = attach_budget_guard(opt, engine.accountant, sample_rate=sample_rate, epsilon=privacy.target_epsilon,
-                                delta=delta)  # fmt: skip
+    guard = attach_budget_guard(opt, account.accountant, sample_rate=sample_rate, epsilon=target, delta=delta)
     return gsm, opt, dp_loader, engine, guard, sigma
 
 
 def train_mae_private(model: MaskedAutoencoder, images: np.ndarray | torch.Tensor,
                       train: MAETrainConfig | None = None, privacy: DPConfig | None = None, *, seed: int = 0,
-                      max_steps: int | None = None,
+                      max_steps: int | None = None, account: PrivacyAccount | None = None,
                       callback: Callable[[int, float], None] | None = None) -> TrainResult:  # fmt: skip
     """DP-SGD (DP-AdamW) MAE training on the private ``images`` through Opacus (Stage 2 of ViP, Sec. 3.1).
 
-    sigma is calibrated for ``train.steps`` steps at ``privacy.target_epsilon``; the run takes ``max_steps``
-    steps (default ``train.steps``). Asking for more than the budget allows raises
-    :class:`PrivacyBudgetExceededError` at the first step that would overrun it (the model keeps the updates
-    made within budget). ``model`` is trained in place (Opacus wraps it; the wrapper is removed at the end).
+    sigma is calibrated for ``train.steps`` steps at ``privacy.target_epsilon`` (on the stricter of Opacus's
+    and ``dp-accounting``'s accountants); the run takes ``max_steps`` steps (default ``train.steps``). Asking for
+    more than the budget allows raises :class:`PrivacyBudgetExceededError` at the first step that would overrun
+    it (the model keeps the updates made within budget). ``model`` is trained in place (Opacus wraps it; the
+    wrapper is removed at the end).
+
+    Across calls: with ``account`` (a :class:`PrivacyAccount`), this call may raise the dataset's total epsilon
+    (every earlier call on the account composed with this one) by at most ``privacy.target_epsilon`` and never
+    past ``account.epsilon``; sigma is calibrated for that total (``privacy.delta`` is not used: the account's
+    delta is); an account with nothing left refuses the call before any step. Without ``account``, a call on
+    records that an earlier private call of this process used is refused (PrivacyBudgetExceededError naming
+    what was spent): pass that call's ``result.account`` to continue within its budget, or a new
+    ``PrivacyAccount`` to declare a separate budget explicitly.
+
+    The noise is seeded by ``seed`` (reproducible, not secret) unless ``privacy.secure_mode``.
     """
     model = _check_model(model)
     x = _images(images)
@@ -403,17 +626,33 @@ def train_mae_private(model: MaskedAutoencoder, images: np.ndarray | torch.Tenso
         raise TypeError(f"train must be an MAETrainConfig, got {type(train).__name__}")
     if not isinstance(privacy, DPConfig):
         raise TypeError(f"privacy must be a DPConfig, got {type(privacy).__name__}")
+    if account is not None and not isinstance(account, PrivacyAccount):
+        raise TypeError(f"account must be a PrivacyAccount or None, got {type(account).__name__}")
     _int("seed", seed, 0)
     total = train.steps if max_steps is None else _int("max_steps", max_steps)
+    fp = data_fingerprint(x)
+    if account is None:
+        earlier = _ACCOUNTS.get(fp)
+        if earlier is not None and earlier.spent() > 0:
+            raise PrivacyBudgetExceededError(
+                f"these {len(x)} records were already used by {earlier.calls} private call(s) of this process, "
+                f"which spent epsilon {earlier.spent():.4f} (budget {earlier.epsilon:g}); privacy composes across "
+                "calls, so a second call needs an explicit budget: pass account=<the first call's result.account> "
+                "to continue within its budget, or account=PrivacyAccount(epsilon=...) to declare a separate one"
+            )
+        account = PrivacyAccount(privacy.target_epsilon, privacy.delta, accountant=privacy.accountant)
+    account.bind(x)
+    _ACCOUNTS[fp] = account
     model.train()
     model.generator = torch.Generator().manual_seed(seed + 1)
     with warnings.catch_warnings():
         _quiet_opacus()
-        return _private_loop(model, x, train, privacy, seed, total, callback)
+        return _private_loop(model, x, train, privacy, seed, total, callback, account)
 
 
 def _quiet_opacus() -> None:
-    """Silence Opacus's notices that do not apply here: secure RNG is off on purpose (seeded experiments);
+    """Silence Opacus's notices that do not apply here: secure RNG is off on purpose (seeded experiments; the
+    docstrings and README say that seeded noise is for reproduction only, and ``DPConfig.secure_mode`` turns it on);
     the full-backward-hook notice is about the first layer's input, which needs no gradient; an RDP optimum
     at the largest order only makes the bound looser (conservative)."""
     warnings.filterwarnings("ignore", message="Secure RNG turned off")
@@ -422,10 +661,13 @@ def _quiet_opacus() -> None:
 
 
 def _private_loop(model: MaskedAutoencoder, x: torch.Tensor, train: MAETrainConfig, privacy: DPConfig, seed: int,
-                  total: int, callback: Callable[[int, float], None] | None) -> TrainResult:  # fmt: skip
+                  total: int, callback: Callable[[int, float], None] | None,
+                  account: PrivacyAccount) -> TrainResult:  # fmt: skip
     from opacus.utils.batch_memory_manager import BatchMemoryManager
 
-    gsm, opt, loader, engine, guard, sigma = make_private_mae(model, x, train, privacy, seed)
+    spent_before = account.spent()
+    gsm, opt, loader, engine, guard, sigma = make_private_mae(model, x, train, privacy, seed, account)
+    account.calls += 1
     sched = torch.optim.lr_scheduler.LambdaLR(opt.original_optimizer, train.lr_factor)
     out = TrainResult(steps=0, noise_multiplier=sigma, sample_rate=guard.sample_rate, delta=guard.delta)
     loss_sum, count = 0.0, 0
@@ -454,6 +696,9 @@ def _private_loop(model: MaskedAutoencoder, x: torch.Tensor, train: MAETrainConf
                             break
     finally:
         out.epsilon = guard.spent()
+        out.epsilon_call = out.epsilon - spent_before
+        out.epsilon_dp_accounting = account.spent_dp_accounting()
+        out.account, out.secure_mode = account, privacy.secure_mode
         gsm.to_standard_module()  # remove Opacus's hooks and grad_sample attributes; the weights stay in model
         model.generator = None
     return out
