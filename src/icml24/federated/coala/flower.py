@@ -354,7 +354,12 @@ class CoalaFedAvg(FedAvg):
                 del mr[k]
         merged = self.aggregation(server_round, contents)
         base = self._global if self._global is not None else contents[0].array_records[ARRAYS_KEY]
-        arrays = ArrayRecord({k: Array(np.asarray(merged[k])) if k in merged else base[k] for k in base})
+        # Flower's mean returns a 0-d entry (num_batches_tracked) as shape (1,) and may widen dtypes: the new
+        # global keeps the global model's shapes and dtypes (the clients cast the same way when they load it), so
+        # the next round's replies are checked against a model of the same signature.
+        ref = {k: base[k].numpy() for k in base}
+        arrays = ArrayRecord({k: Array(np.asarray(merged[k]).reshape(ref[k].shape).astype(ref[k].dtype, copy=False))
+                              if k in merged else base[k] for k in base})  # fmt: skip
         arrays = self.post_aggregation(server_round, arrays)
         total = sum(w for _, _, w in kept)
         metrics = self.train_metrics_aggr_fn(contents, self.weighted_by_key) if total > 0 else None
