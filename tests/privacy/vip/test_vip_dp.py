@@ -15,6 +15,7 @@ from icml24.privacy.vip import (
     MAEConfig,
     MAETrainConfig,
     MaskedAutoencoder,
+    PrivacyAccount,
     PrivacyBudgetExceededError,
     attach_budget_guard,
     epsilon_dp_accounting,
@@ -232,7 +233,8 @@ def test_private_training_is_deterministic_given_the_seed():
     def run():
         torch.manual_seed(0)
         model = MaskedAutoencoder(TINY)
-        out = train_mae_private(model, _private_data(), TRAIN, DPConfig(target_epsilon=3.0), seed=5)
+        out = train_mae_private(model, _private_data(), TRAIN, DPConfig(target_epsilon=3.0), seed=5,
+                                account=PrivacyAccount(epsilon=3.0))  # two declared releases, one each
         return out.losses, [p.detach().clone() for p in model.parameters()]
 
     (l1, p1), (l2, p2) = run(), run()
