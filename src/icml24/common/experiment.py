@@ -202,14 +202,15 @@ def check_metrics(job: Job, metrics: Mapping[str, JsonValue]) -> None:
 
 
 _TIMING_METRIC = re.compile(
-    r"(seconds?|(^|[_/])sec([_/]|$)|(^|[_/])(time|wall|walltime)([_/]|$)|throughput|_per_s$|_ms$"
-    r"|(^|[_/])(load_\d+min|loadavg|load_avg)([_/]|$))"
+    r"(seconds?|(^|[_/])sec([_/]|$)|(^|[_/])(time|wall|walltime)([_/]|$)|(^|[_/])cpu_per_|[_/]cpu$|throughput|_per_s$|_ms$"
+    r"|(^|[_/])(load_\d+min|loadavg|load_avg|load_before|load_after)([_/]|$))"
 )
 
 
 def is_timing_metric(name: str) -> bool:
     """Whether a metric is a measured duration, speed or machine load (``train_seconds``,
-    ``steps_per_second``, ``sec_per_epoch``, ``wall_time``, ``speed/time_ratio``, ``load_1min``...). Words are
+    ``steps_per_second``, ``sec_per_epoch``, ``wall_time``, ``exact_cpu_per_step``, ``speed/time_ratio``,
+    ``load_1min``, ``load_before``...). Words are
     delimited by ``_`` or ``/`` (the prefix separator of metric names). Such metrics are the one exception
     to "same seed, same numbers": the determinism contract compares every metric but these."""
     return bool(_TIMING_METRIC.search(name))

@@ -80,6 +80,6 @@ def test_smoke_reproduction_runs_and_is_deterministic():
     json.dumps([r.metrics for r in res])
     a = REPRODUCTION.analyze(res, "smoke")
     assert a.verdict in ("not_supported", "inconclusive")  # a bag of words cannot support the claim
-    assert len(a.checks) == 3 and a.tables and a.figures
+    assert len(a.checks) == 4 and a.tables and a.figures  # three rules and the InfoNCE-vs-colour-only one
     assert execute_job(jobs[0]).metrics == res[0].metrics
     assert REPRODUCTION.analyze([], "smoke").verdict == "inconclusive"

@@ -46,7 +46,7 @@ def _job(seed, rng, *, ratio=300.0, reg=-0.01, sce=0.05, noise=0.005, acc_noise=
         m[f"{v}/depth_tv"] = 0.5 - 0.4 * has_reg + 0.01 * rng.standard_normal()
     lr = math.log10(ratio) + ratio_noise * rng.standard_normal()  # equal-quality ratio (or its budget bound)
     lf = math.log10(fixed_ratio) + ratio_noise * rng.standard_normal()
-    m.update({"speed/log10_equal_quality_ratio": lr, "speed/equal_quality_ratio_cpu": 10**lr,
+    m.update({"speed/log10_equal_quality_time_ratio": lr, "speed/equal_quality_ratio_cpu": 10**lr,
               "speed/equal_quality_ratio_wall": 10**lr, "speed/censored": int(censored), "speed/budget_steps": 600,
               "speed/steps_to_direct_accuracy": 600 if censored else 10**lr / 0.4,
               "speed/log10_time_ratio": lf, "speed/optimisation_time_ratio": 10**lf, "speed/prompts": 16,

@@ -166,7 +166,7 @@ def run_seed(config: dict, seed: int) -> dict:
         "speed/steps_to_direct_accuracy": n_steps,
         "speed/censored": 0 if reached else 1,
         "speed/equal_quality_ratio_cpu": eq_cpu,
-        "speed/log10_equal_quality_ratio": math.log10(eq_cpu),
+        "speed/log10_equal_quality_time_ratio": math.log10(eq_cpu),
         "speed/equal_quality_ratio_wall": eq_wall,
         "speed/step_over_direct_cpu": step_cpu / direct_cpu,
         "speed/direct_cpu_seconds_per_prompt": direct_cpu / p,
@@ -258,7 +258,7 @@ def decisive_checks(col: dict[str, dict[int, float]], *, with_power: bool = True
     """The three decisive checks (Holm-corrected at family level 0.05) on per-seed metrics."""
     from icml24.common.decide import compare, compare_to_value, holm
 
-    eq = col.get("speed/log10_equal_quality_ratio", {})
+    eq = col.get("speed/log10_equal_quality_time_ratio", {})
     seeds = sorted(eq)
     lr = [eq[s] for s in seeds]
     censored = [s for s in seeds if col.get("speed/censored", {}).get(s, 0) >= 0.5]
@@ -428,7 +428,7 @@ REPRODUCTION = Reproduction(
            "alignment."),
     build_jobs=build_jobs,
     analyze=analyze,
-    required_metrics={"variants": ("speed/log10_equal_quality_ratio", "speed/censored", "speed/log10_time_ratio")},
+    required_metrics={"variants": ("speed/log10_equal_quality_time_ratio", "speed/censored", "speed/log10_time_ratio")},
     deviations=(
         "Data: procedural toy faces (ray-cast ellipsoid heads with hair colour, glasses, smile and skin tone, yaw in "
         "[-0.3, 0.3], no pitch) at 16x16 with template captions, instead of MM-CelebA-HQ/CelebAText-HQ photographs "
