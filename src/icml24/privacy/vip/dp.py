@@ -275,10 +275,11 @@ def calibrate_noise(target_epsilon: float, sample_rate: float, steps: int, delta
     target = _real("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
     tol = _real("epsilon_tolerance", epsilon_tolerance, lo=0.0, lo_open=True)
     past = [(float(a), float(b), int(c)) for a, b, c in (history or [])]
-    if past and max(_epsilon_both(past, delta, accountant)) >= target:
+    spent = max(_epsilon_both(past, delta, accountant)) if past else 0.0
+    if spent >= target:
         raise PrivacyBudgetExceededError(
-            f"the earlier calls already spent epsilon {max(_epsilon_both(past, delta, accountant)):.4f} of the "
-            f"budget {target:g}: nothing is left for another private call"
+            f"the earlier calls already spent epsilon {spent:.4f} of the budget {target:g}: nothing is left for "
+            "another private call"
         )
 
     def opacus(sigma: float) -> float:
@@ -291,9 +292,10 @@ def calibrate_noise(target_epsilon: float, sample_rate: float, steps: int, delta
     def strict(sigma: float) -> float:
         return max(_epsilon_both([*past, (sigma, float(sample_rate), int(steps))], delta, accountant))
 
-    def bisect(eps: Callable[[float], float], lo: float, hi: float) -> float:
+    def bisect(eps: Callable[[float], float], lo: float, hi: float, grow: float) -> float:
+        # Grow hi by ``grow`` until it meets the budget, then halve [lo, hi] until eps(hi) is within tol of it.
         while eps(hi) > target:
-            lo, hi = hi, 2 * hi
+            lo, hi = hi, grow * hi
             if hi > 1e6:
                 raise ValueError(f"target_epsilon {target_epsilon!r} needs a noise multiplier above 1e6")
         while target - eps(hi) > tol:
@@ -303,17 +305,10 @@ def calibrate_noise(target_epsilon: float, sample_rate: float, steps: int, delta
 
     # Opacus's accountant first (fast), then the stricter of the two from there: they differ by ~0.1% in
     # epsilon, so the second bisection (dp-accounting costs ~0.3 s an evaluation) is short.
-    sigma = bisect(opacus, 0.0, 10.0)
+    sigma = bisect(opacus, 0.0, 10.0, grow=2.0)
     if strict(sigma) <= target:
         return sigma
-    hi = sigma * 1.01
-    while strict(hi) > target:
-        sigma, hi = hi, hi * 1.01
-    lo = sigma
-    while target - strict(hi) > tol:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if strict(mid) > target else (lo, mid)
-    return hi
+    return bisect(strict, sigma, sigma * 1.01, grow=1.01)
 
 
 # ---------------------------------------------------------------------------------------------- the budget
