@@ -736,6 +736,54 @@ def compare(
                                         "papers": [d.to_dict() for d in diffs]}, indent=1, default=str))  # fmt: skip
 
 
+@app.command()
+def readme(
+    slugs: Annotated[list[str] | None, typer.Argument(help="Papers (default: every catalogue paper the store holds).")] = None,
+    scale: ScaleOpt = "quick",
+    seeds: SeedsOpt = None,
+    store: StoreOpt = None,
+    second: Annotated[Path | None, typer.Option("--second", help="A store of the same runs under another kernel set "
+                                                "(e.g. ATEN_CPU_CAPABILITY=default): says whether each verdict held.")] = None,
+    second_how: Annotated[str, typer.Option("--second-how", help="How the second store was run, in words.")] = "",
+    command: Annotated[str, typer.Option("--command", help="The reproduce command that filled the store.")] = "",
+    note: Annotated[str, typer.Option("--note", help="A sentence added to the block (the machine's load, say).")] = "",
+    write: Annotated[bool, typer.Option("--write", help="Write the blocks into the READMEs (else print them).")] = False,
+) -> None:
+    """Write each paper's measured-results block (verdict, check table, commit, fingerprint, environment, and
+    the second kernel set) into its README from the store, between `<!-- icml24:results scale=... -->` markers."""
+    from icml24.common.readme_results import paper_block, update_readme
+    from icml24.common.report import slugs_with_jobs
+    from icml24.common.store import ResultStore, StoreError
+
+    _check_seeds(seeds)
+    store = store or default_store()
+    for path in (store, second):
+        if path is not None and not path.exists():
+            raise _fail(f"no results store at {path}")
+    try:
+        rs = ResultStore(store, readonly=True)
+        rs_b = ResultStore(second, readonly=True) if second is not None else None
+        names = _resolve(list(slugs or []), scale, among=None if slugs else set(rs.slugs()))
+        names = names if slugs else slugs_with_jobs(names, scale, seeds, rs)
+        for slug in names:
+            if catalogue.readme_path(slug) is None:
+                _skip_line(f"{slug}: no README in the catalogue; skipped")
+                continue
+            how = command or f"icml24 reproduce --scale {scale}"
+            report, block = paper_block(slug, scale, seeds, rs, command=how, note=note, second=rs_b,
+                                        second_how=second_how)  # fmt: skip
+            if not write:
+                sys.stdout.write(block + "\n\n")
+                continue
+            if report.state == "not_run":
+                _skip_line(f"{slug}: no finished job of scale {scale!r} in the store; README left as it is")
+                continue
+            changed = update_readme(catalogue.readme_path(slug), block, scale)
+            console.print(f"{slug}: {report.verdict_text}; README {'updated' if changed else 'unchanged'}")
+    except (StoreError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+
+
 def main() -> None:
     app()
 

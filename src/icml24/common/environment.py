@@ -100,10 +100,10 @@ def describe(env: dict[str, Any] | None) -> str:
     AMD EPYC, Python 3.11.7``."""
     if not env:
         return "not recorded (rows stored before icml24 recorded environments)"
-    blas = ", ".join(
+    blas = ", ".join(dict.fromkeys(  # numpy and scipy often load the same OpenBLAS build: name it once
         f"{b.get('internal_api')} {b.get('version')}" + (f" ({b['architecture']})" if b.get("architecture") else "")
         for b in env.get("blas") or []
-    )
+    ))
     forced = f", ATEN_CPU_CAPABILITY={env['aten_cpu_capability']}" if env.get("aten_cpu_capability") else ""
     return (
         f"torch {env.get('torch')} ({env.get('torch_cpu_capability')}{forced}), numpy {env.get('numpy')}, "

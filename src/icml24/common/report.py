@@ -767,6 +767,18 @@ def _md_details(summary: str, lines: list[str]) -> list[str]:
     return ["<details><summary>" + html.escape(summary) + "</summary>", "", *lines, "", "</details>", ""]
 
 
+def markdown_check_table(rows: list[CheckRow]) -> list[str]:
+    """The compact check table in Markdown (claim, verdict, then the statistics columns some row fills)."""
+    cols = _check_columns(rows)
+    lines = ["| claim | verdict | " + " | ".join(n for _, n in cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for row in rows:
+        verdict = f"**{row.verdict.replace('_', ' ')}**" + (f" ({row.role})" if row.role else "")
+        verdict += "".join(f"; {n}" for n in row.notes)
+        lines.append(f"| {_md(row.claim)} `{row.id}` | {_md(verdict)} | "
+                     + " | ".join(_md(getattr(row, k)) for k, _ in cols) + " |")  # fmt: skip
+    return lines
+
+
 def render_markdown(reports: list[PaperReport], env: dict[str, Any], *, glance: Any = _COMPUTE) -> str:
     """The report as Markdown; ``glance`` is the claims-at-a-glance figure (computed when not given)."""
     lines = ["# icml24 reproduction report", ""]
@@ -805,17 +817,7 @@ def render_markdown(reports: list[PaperReport], env: dict[str, Any], *, glance: 
             lines += [f"> **Not run.** {part}", ""]
         rows = check_rows(r)
         if rows:
-            cols = _check_columns(rows)
-            lines += ["| claim | verdict | " + " | ".join(n for _, n in cols) + " |"]
-            lines.append("|---|---|" + "---|" * len(cols))
-            for row in rows:
-                verdict = f"**{row.verdict.replace('_', ' ')}**" + (f" ({row.role})" if row.role else "")
-                verdict += "".join(f"; {n}" for n in row.notes)
-                lines.append(
-                    f"| {_md(row.claim)} `{row.id}` | {_md(verdict)} | "
-                    + " | ".join(_md(getattr(row, k)) for k, _ in cols) + " |"
-                )
-            lines.append("")
+            lines += markdown_check_table(rows) + [""]
             evidence = [f"- `{row.id}`: " + " ".join(f"**{k}.** {_sentence(v)}" for k, v in row.details)
                         for row in rows if row.details]  # fmt: skip
             if evidence:
