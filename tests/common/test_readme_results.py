@@ -55,6 +55,8 @@ def test_replace_block_inserts_under_results_then_replaces_in_place():
     assert both.index(rr.END.format(scale="quick")) < both.index(rr.BEGIN.format(scale="full"))
     with pytest.raises(ValueError, match="Results"):
         rr.replace_block("# no results heading\n", quick, "quick")
+    placed = rr.replace_block("# P\n\n## The run\n\ntext\n\n## Deviations from the paper\n", quick, "quick")
+    assert placed.index("text") < placed.index("## Results\n\n" + quick) < placed.index("## Deviations")
 
 
 def _diff(verdict_b: str, check_b: str, *, kernels_b=("torch DEFAULT, openblas Sandybridge",)) -> PaperDiff:

@@ -143,18 +143,25 @@ def results_block(report: PaperReport, *, command: str, note: str = "", second: 
 
 
 _RESULTS_HEADING = re.compile(r"^## Results\s*$", re.M)
+_DEVIATIONS_HEADING = re.compile(r"^## Deviations", re.M)
 
 
 def replace_block(text: str, block: str, scale: str) -> str:
     """``text`` with its block of ``scale`` replaced by ``block``; a README without one gets it after its
-    ``## Results`` heading (scales in the order quick, full, gpu are kept by inserting after earlier ones)."""
+    ``## Results`` heading (scales in the order quick, full, gpu are kept by inserting after earlier ones), or,
+    without one, in a new ``## Results`` section before ``## Deviations``."""
     begin, end = BEGIN.format(scale=scale), END.format(scale=scale)
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     if pattern.search(text):
         return pattern.sub(lambda _: block, text, count=1)
     heading = _RESULTS_HEADING.search(text)
-    if heading is None:
-        raise ValueError("the README has no '## Results' heading to put the results block under")
+    if heading is None:  # a new Results section before the deviations (the README's narrative stays above)
+        deviations = _DEVIATIONS_HEADING.search(text)
+        if deviations is None:
+            raise ValueError("the README has neither a '## Results' nor a '## Deviations' heading to put the "
+                             "results block under")  # fmt: skip
+        at = deviations.start()
+        return text[:at] + "## Results\n\n" + block + "\n\n" + text[at:]
     at = heading.end()
     for earlier in ("smoke", "quick", "full"):  # after the blocks of smaller scales already there
         if earlier == scale:
